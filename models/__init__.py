@@ -1,0 +1,64 @@
+"""Pydantic domain models of gpuplan: frozen, strict, free of I/O and solvers."""
+
+from models.cluster import Cluster, Node, NodeGroup, Pool
+from models.durations import Duration, format_duration, parse_duration
+from models.gpu import DEFAULT_GPU_TYPES, GpuType
+from models.maintenance import Maintenance
+from models.org import OrgUnit, effective_shares, project_paths, walk, with_shares
+from models.plan import (
+    Action,
+    Assignment,
+    NodeFree,
+    Pending,
+    PendingReason,
+    Plan,
+    ProjectPlan,
+    Slice,
+    SolverInfo,
+    SolveStatus,
+)
+from models.policy import Policy
+from models.scenario import BudgetRevision, GenerateSpec, PhillySpec, Scenario, Workloads
+from models.snapshot import JobState, NodeState, Snapshot
+from models.standing import ProjectStanding
+from models.workload import Job, JobKind
+
+__all__ = [
+    "DEFAULT_GPU_TYPES",
+    "Action",
+    "Assignment",
+    "BudgetRevision",
+    "Cluster",
+    "Duration",
+    "GenerateSpec",
+    "GpuType",
+    "Job",
+    "JobKind",
+    "JobState",
+    "Maintenance",
+    "Node",
+    "NodeFree",
+    "NodeGroup",
+    "NodeState",
+    "OrgUnit",
+    "Pending",
+    "PendingReason",
+    "PhillySpec",
+    "Plan",
+    "Policy",
+    "Pool",
+    "ProjectPlan",
+    "ProjectStanding",
+    "Scenario",
+    "Slice",
+    "SolveStatus",
+    "SolverInfo",
+    "Snapshot",
+    "Workloads",
+    "effective_shares",
+    "format_duration",
+    "parse_duration",
+    "project_paths",
+    "walk",
+    "with_shares",
+]

@@ -1,0 +1,33 @@
+"""Maintenance: nodes of a cluster drained from a time, for a duration."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from models.base import Frozen
+from models.durations import Duration
+
+
+class Maintenance(Frozen):
+    """Drain ``nodes`` nodes (or the named ``node_names``) of ``cluster``.
+
+    With a count, the nodes are taken from the end of the cluster's node list (of
+    ``gpu_type`` when given), so the choice is deterministic.
+    """
+
+    cluster: str
+    nodes: int | None = Field(default=None, ge=1)
+    node_names: tuple[str, ...] | None = None
+    gpu_type: str | None = None
+    start: Duration
+    duration: Duration = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> Maintenance:
+        if (self.nodes is None) == (self.node_names is None):
+            raise ValueError("give exactly one of 'nodes' (a count) or 'node_names'")
+        return self
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration

@@ -1,0 +1,228 @@
+"""A scenario: clusters, org tree, policy, maintenance and workload, cross-checked."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from functools import cached_property
+
+from pydantic import Field, field_validator, model_validator
+
+from models.base import Frozen
+from models.cluster import Cluster, Node, Pool
+from models.durations import Duration
+from models.gpu import DEFAULT_GPU_TYPES, GpuType
+from models.maintenance import Maintenance
+from models.org import OrgUnit, project_paths, walk
+from models.policy import Policy
+from models.workload import Job
+
+
+class GenerateSpec(Frozen):
+    """Parameters of the synthetic workload generator (``scenarios.generate``)."""
+
+    seed: int = 1
+    days: float = Field(default=7.0, gt=0)
+    load: float = Field(default=1.0, gt=0)
+    users: int = Field(default=150, ge=1)
+
+
+class PhillySpec(Frozen):
+    """Import of a Philly trace (``scenarios.philly``).
+
+    ``project_map`` maps a Philly virtual cluster id to a project path; unmapped ids
+    follow the importer's documented default rule.
+    """
+
+    path: str
+    gpu_type: str = "H100"
+    cluster: str | None = None
+    project_map: dict[str, str] = Field(default_factory=dict)
+    days: float | None = Field(default=None, gt=0)
+
+
+class Workloads(Frozen):
+    """Exactly one source of jobs: inline ``jobs``, ``generate``, ``csv`` or ``philly``."""
+
+    jobs: tuple[Job, ...] | None = None
+    generate: GenerateSpec | None = None
+    csv: str | None = None
+    philly: PhillySpec | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Workloads:
+        given = [k for k in ("jobs", "generate", "csv", "philly") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one workload source of 'jobs', 'generate', 'csv' or 'philly'"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
+
+
+class BudgetRevision(Frozen):
+    """New shares for some org units, effective from ``at`` (offset from the start)."""
+
+    at: Duration
+    shares: dict[str, float]
+
+    @field_validator("shares")
+    @classmethod
+    def _positive(cls, shares: dict[str, float]) -> dict[str, float]:
+        for path, share in shares.items():
+            if share <= 0:
+                raise ValueError(f"share of {path!r} must be > 0, got {share}")
+        return shares
+
+
+class Scenario(Frozen):
+    """Everything a planner or simulator needs; times are seconds from ``start``."""
+
+    name: str = Field(min_length=1)
+    start: datetime | None = None
+    gpu_types: dict[str, GpuType] = Field(default_factory=lambda: dict(DEFAULT_GPU_TYPES))
+    clusters: tuple[Cluster, ...] = Field(min_length=1)
+    org: tuple[OrgUnit, ...] = Field(min_length=1)
+    policy: Policy = Policy()
+    maintenance: tuple[Maintenance, ...] = ()
+    budget_revisions: tuple[BudgetRevision, ...] = ()
+    workloads: Workloads = Workloads(jobs=())
+
+    @field_validator("gpu_types", mode="before")
+    @classmethod
+    def _merge_defaults(cls, value: object) -> object:
+        # A scenario lists only the types it adds or re-rates; the defaults stay.
+        if isinstance(value, dict):
+            return {**DEFAULT_GPU_TYPES, **value}
+        return value
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> Scenario:
+        _check_scenario(self)
+        return self
+
+    # -- derived views (cached: the model is frozen) ----------------------------------
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        """The resolved jobs (empty until a loader resolved a generated source)."""
+        return self.workloads.jobs or ()
+
+    @cached_property
+    def projects(self) -> tuple[str, ...]:
+        return project_paths(self.org)
+
+    @cached_property
+    def nodes(self) -> tuple[Node, ...]:
+        return tuple(n for c in self.clusters for n in c.nodes())
+
+    @cached_property
+    def pools(self) -> tuple[Pool, ...]:
+        return tuple(p for c in self.clusters for p in c.pools())
+
+    def pool_gpus(self) -> dict[Pool, int]:
+        """GPUs per pool, no drains applied."""
+        out: dict[Pool, int] = {p: 0 for p in self.pools}
+        for node in self.nodes:
+            out[node.pool] += node.gpus
+        return out
+
+    def rate(self, gpu_type: str) -> float:
+        return self.gpu_types[gpu_type].rate
+
+    def capacity_h100(self) -> float:
+        """Total capacity in H100-equivalent GPUs."""
+        return sum(n.gpus * self.rate(n.gpu_type) for n in self.nodes)
+
+    def job_fits(self, job: Job, cluster: Cluster, gpu_type: str) -> bool:
+        """Whether ``job``'s gang fits the pool at all (ignoring load)."""
+        if not job.allows(cluster.name, gpu_type):
+            return False
+        for group in cluster.node_groups:
+            if group.gpu_type != gpu_type:
+                continue
+            if job.gpus <= group.gpus_per_node:
+                return True
+        nodes = [g for g in cluster.node_groups if g.gpu_type == gpu_type]
+        if not nodes:
+            return False
+        # Multi-node gangs take whole nodes of one node size.
+        return any(math.ceil(job.gpus / g.gpus_per_node) <= sum(
+            h.nodes for h in nodes if h.gpus_per_node == g.gpus_per_node) for g in nodes)
+
+
+def _check_scenario(s: Scenario) -> None:
+    """Cross-reference checks; each error names the field path it is about."""
+    cluster_names = [c.name for c in s.clusters]
+    _no_duplicates(cluster_names, "clusters", "cluster name")
+    for i, cluster in enumerate(s.clusters):
+        for j, group in enumerate(cluster.node_groups):
+            if group.gpu_type not in s.gpu_types:
+                raise ValueError(
+                    f"clusters[{i}].node_groups[{j}].gpu_type: unknown GPU type "
+                    f"{group.gpu_type!r} (known: {', '.join(sorted(s.gpu_types))})"
+                )
+    _check_org(s.org, "org")
+    projects = set(s.projects)
+    units = {path for path, _ in walk(s.org)}
+    by_name = {c.name: c for c in s.clusters}
+    node_names = {n.name for n in s.nodes}
+    for i, m in enumerate(s.maintenance):
+        where = f"maintenance[{i}]"
+        if m.cluster not in by_name:
+            raise ValueError(f"{where}.cluster: unknown cluster {m.cluster!r}")
+        if m.node_names is not None:
+            for name in m.node_names:
+                if name not in node_names or not name.startswith(m.cluster + "-"):
+                    raise ValueError(f"{where}.node_names: unknown node {name!r} in {m.cluster!r}")
+        if m.nodes is not None:
+            pool_nodes = [
+                n for n in by_name[m.cluster].nodes() if m.gpu_type in (None, n.gpu_type)
+            ]
+            if m.nodes > len(pool_nodes):
+                raise ValueError(
+                    f"{where}.nodes: {m.nodes} nodes asked, cluster {m.cluster!r} has {len(pool_nodes)}"
+                )
+    for i, rev in enumerate(s.budget_revisions):
+        for path in rev.shares:
+            if path not in units:
+                raise ValueError(f"budget_revisions[{i}].shares: unknown org unit {path!r}")
+    seen: set[str] = set()
+    max_min = s.policy.max_min_runtime
+    for i, job in enumerate(s.jobs):
+        where = f"workloads.jobs[{i}] (id {job.id!r})"
+        if job.id in seen:
+            raise ValueError(f"{where}.id: duplicate job id {job.id!r}")
+        seen.add(job.id)
+        if job.project not in projects:
+            hint = " (it is a unit with children, not a project)" if job.project in units else ""
+            raise ValueError(f"{where}.project: unknown project {job.project!r}{hint}")
+        for t in job.gpu_types or ():
+            if t not in s.gpu_types:
+                raise ValueError(f"{where}.gpu_types: unknown GPU type {t!r}")
+        for c in job.clusters or ():
+            if c not in by_name:
+                raise ValueError(f"{where}.clusters: unknown cluster {c!r}")
+        if job.min_runtime > max_min:
+            raise ValueError(
+                f"{where}.min_runtime: {job.min_runtime:g}s is above the policy's "
+                f"max_min_runtime of {max_min:g}s"
+            )
+        if not any(s.job_fits(job, c, p.gpu_type) for c in s.clusters for p in c.pools()):
+            raise ValueError(
+                f"{where}.gpus: a gang of {job.gpus} GPUs fits no allowed pool"
+            )
+
+
+def _check_org(units: tuple[OrgUnit, ...], where: str) -> None:
+    _no_duplicates([u.name for u in units], where, "org unit name")
+    for i, unit in enumerate(units):
+        _check_org(unit.children, f"{where}[{i}].children")
+
+
+def _no_duplicates(names: list[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{where}: duplicate {what} {name!r}")
+        seen.add(name)

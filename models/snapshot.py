@@ -1,0 +1,82 @@
+"""The frozen snapshot one epoch is planned from.
+
+The planner is a pure function of (snapshot, policy): the simulator, the CLI and the live
+control loop all build one of these and nothing else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from models.base import Frozen
+from models.cluster import Node
+from models.gpu import GpuType
+from models.org import OrgUnit
+from models.policy import Policy
+from models.standing import ProjectStanding
+from models.workload import Job
+
+
+class NodeState(Frozen):
+    """A node and its maintenance window, if one overlaps the epoch.
+
+    From ``drain_start`` to ``drain_end`` the node takes no new work, and the work on it
+    moves off as contracts allow.
+    """
+
+    node: Node
+    drain_start: float | None = None
+    drain_end: float | None = None
+
+    def drained_at(self, t: float) -> bool:
+        return (
+            self.drain_start is not None
+            and self.drain_start <= t
+            and (self.drain_end is None or t < self.drain_end)
+        )
+
+
+class JobState(Frozen):
+    """A job as the planner sees it.
+
+    ``progress`` is seconds of useful work done so far (kept across preemptions of
+    resumable jobs). For a running job, ``run_start`` is when its current run began (the
+    contract counts from there) and ``nodes`` the nodes it holds.
+    """
+
+    job: Job
+    status: Literal["queued", "running"]
+    progress: float = 0.0
+    run_start: float | None = None
+    cluster: str | None = None
+    gpu_type: str | None = None
+    nodes: tuple[str, ...] = ()
+    charged: bool = True
+    restarts: int = 0
+
+    @property
+    def contract_end(self) -> float:
+        """When a running job's minimum runtime ends (the start for queued jobs)."""
+        start = self.run_start if self.run_start is not None else 0.0
+        return start + self.job.min_runtime
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds of work left, when the duration is known."""
+        if self.job.duration is None:
+            return None
+        return max(self.job.duration - self.progress, 0.0)
+
+
+class Snapshot(Frozen):
+    """Everything one epoch's plan depends on, at time ``now``."""
+
+    now: float
+    origin: datetime | None = None
+    policy: Policy
+    gpu_types: dict[str, GpuType]
+    org: tuple[OrgUnit, ...]
+    nodes: tuple[NodeState, ...]
+    jobs: tuple[JobState, ...]
+    standing: dict[str, ProjectStanding]

@@ -1,0 +1,68 @@
+"""The ``gpuplan`` command line.
+
+Each sub-command lives in its own module of this package with a ``register(subparsers)``
+function; :data:`COMMAND_MODULES` lists them in the order ``--help`` shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from planner.cli.errors import UsageError
+from scenarios.errors import ScenarioError
+
+COMMAND_MODULES = (
+    "validate",
+    "scenario",
+    "plan",
+    "explain",
+    "simulate",
+    "sweep",
+    "run",
+    "app",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuplan",
+        description="Plan scarce GPU time between projects by budgets, hierarchical fair "
+        "share and time slicing.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"planner.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"planner.cli.{name}":
+                continue  # not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpuplan`` console script; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    try:
+        code: int = args.func(args)
+        return code
+    except (ScenarioError, UsageError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"gpuplan: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gpuplan: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from planner.cli import main
+
+sys.exit(main())

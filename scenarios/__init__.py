@@ -1,0 +1,21 @@
+"""Scenario files, workload generators, trace importers and sweeps."""
+
+from scenarios.errors import ScenarioError
+from scenarios.load import (
+    bundled_scenarios,
+    dump_scenario,
+    load_scenario,
+    parse_scenario,
+    scenario_from_dict,
+    write_scenario,
+)
+
+__all__ = [
+    "ScenarioError",
+    "bundled_scenarios",
+    "dump_scenario",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_from_dict",
+    "write_scenario",
+]
