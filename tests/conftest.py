@@ -1,0 +1,45 @@
+"""Suite-wide fixtures: tests never reach the network (loopback and Unix sockets only)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _is_local(address: Any) -> bool:
+    if not isinstance(address, tuple):  # Unix socket path
+        return True
+    host = str(address[0])
+    if host in ("localhost", ""):
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False  # a host name other than localhost would need DNS: not allowed
+    return ip.is_loopback or ip.is_unspecified
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    if not _is_local(address):
+        raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    if not _is_local(address):
+        raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+    yield

@@ -1,0 +1,31 @@
+from planner.placement import gpus_taken, nodes_needed, place_gang
+
+SIZE = {"a": 8, "b": 8, "c": 8}
+
+
+def test_small_gang_best_fit() -> None:
+    """A gang that fits one node goes to the fullest node with room."""
+    assert place_gang({"a": 8, "b": 3, "c": 8}, SIZE, 2) == ("b",)
+
+
+def test_small_gang_prefers_previous_node() -> None:
+    """A job keeps its previous node when it still fits there."""
+    assert place_gang({"a": 8, "b": 3, "c": 8}, SIZE, 2, prefer=["c"]) == ("c",)
+
+
+def test_multi_node_gang_takes_whole_empty_nodes() -> None:
+    """A gang larger than a node takes whole empty nodes only."""
+    assert place_gang({"a": 8, "b": 3, "c": 8}, SIZE, 16) == ("a", "c")
+    assert place_gang({"a": 8, "b": 3, "c": 8}, SIZE, 24) is None
+
+
+def test_no_hole_of_gang_shape() -> None:
+    """Enough free GPUs spread over nodes is not a hole for a single-node gang."""
+    assert place_gang({"a": 4, "b": 4}, {"a": 8, "b": 8}, 8) is None
+
+
+def test_gpus_taken_rounds_multi_node_up() -> None:
+    """A 12-GPU gang on 8-GPU nodes blocks two whole nodes."""
+    assert nodes_needed(12, 8) == 2
+    assert gpus_taken(12, 8) == 16
+    assert gpus_taken(6, 8) == 6
