@@ -49,8 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpuplan`` console script; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere on the line, not only before the sub-command.
+    debug = "--debug" in args_list
+    args_list = [a for a in args_list if a != "--debug"]
     parser = build_parser()
     args = parser.parse_args(args_list)
+    args.debug = debug
     try:
         code: int = args.func(args)
         return code

@@ -53,3 +53,9 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
             main([name, "--help"])
         assert info.value.code == 0
         assert "usage: gpuplan" in capsys.readouterr().out
+
+
+def test_debug_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--debug also works after the sub-command."""
+    assert main(["validate", str(tmp_path / "missing.yaml"), "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
