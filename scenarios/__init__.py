@@ -9,6 +9,7 @@ from scenarios.load import (
     scenario_from_dict,
     write_scenario,
 )
+from scenarios.sweep import sweep
 
 __all__ = [
     "ScenarioError",
@@ -17,5 +18,6 @@ __all__ = [
     "load_scenario",
     "parse_scenario",
     "scenario_from_dict",
+    "sweep",
     "write_scenario",
 ]
