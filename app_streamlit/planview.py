@@ -1,0 +1,113 @@
+"""The plan view: one epoch's time-slice plan as tables a person can read."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from models import PendingReason, Plan, Pool, Scenario
+
+HOUR = 3600.0
+
+# Plain words for each pending reason (the enum values are for programs, not people).
+REASON_WORDS: dict[PendingReason, str] = {
+    PendingReason.POOL_CAPACITY: "every pool it may use is full",
+    PendingReason.NO_GANG_HOLE: "enough GPUs are free, but not on enough whole nodes for its gang",
+    PendingReason.BUDGET_EXHAUSTED: "its project's budget is used up, so it may only run on idle GPUs",
+    PendingReason.FAIR_SHARE_RANK: "GPUs went to projects further below their fair share",
+    PendingReason.MAINTENANCE: "the only nodes it fits on are drained for maintenance",
+    PendingReason.CONTRACTS: "the GPUs are held by jobs still inside their minimum runtime",
+    PendingReason.PRIORITY: "higher-priority work of its own project went first",
+}
+
+
+def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> Plan:
+    """Plan the epoch starting at ``t`` seconds, from the queue as it would be then.
+
+    This is what ``gpuplan plan --at`` does: ``planner.snapshot.snapshot_at`` builds the
+    snapshot with an in-memory ledger (nothing is written anywhere), and
+    ``planner.mip.plan_epoch`` solves it.
+    """
+    from planner.snapshot import snapshot_at
+
+    from planner.mip import plan_epoch
+
+    return plan_epoch(snapshot_at(scenario, t), time_limit=time_limit)
+
+
+def pool_nodes(scenario: Scenario, pool: Pool) -> list[str]:
+    """Names of every node of ``pool``, in the cluster's order."""
+    return [n.name for n in scenario.nodes if n.pool == pool]
+
+
+def slices_frame(plan: Plan) -> pd.DataFrame:
+    """One row per (slice, job, node) with the lane the job takes in that node's row."""
+    rows = []
+    for s in plan.slices:
+        by_node: dict[str, list[tuple[str, str, int, bool, str, str]]] = {}
+        for a in s.assignments:
+            per_node = a.gpus if len(a.nodes) == 1 else a.gpus // max(len(a.nodes), 1)
+            for node in a.nodes:
+                by_node.setdefault(node, []).append(
+                    (a.job, a.project, per_node, a.charged, a.cluster, a.gpu_type)
+                )
+        for node, jobs in by_node.items():
+            for lane, (job, project, gpus, charged, cluster, gpu_type) in enumerate(sorted(jobs)):
+                rows.append(
+                    {
+                        "pool": str(Pool(cluster, gpu_type)),
+                        "node": node,
+                        "start_h": s.start / HOUR,
+                        "end_h": s.end / HOUR,
+                        "job": job,
+                        "project": project,
+                        "gpus": gpus,
+                        "charged": "yes" if charged else "no (free, preemptible)",
+                        "lane": lane,
+                        "lanes": len(jobs),
+                    }
+                )
+    columns = ["pool", "node", "start_h", "end_h", "job", "project", "gpus", "charged", "lane", "lanes"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
+    """Each job left out of the plan, with why, in plain words."""
+    jobs = {j.id: j for j in scenario.jobs}
+    rows = []
+    for p in plan.pending:
+        job = jobs.get(p.job)
+        words = REASON_WORDS.get(p.reason, str(p.reason))
+        rows.append(
+            {
+                "Job": p.job,
+                "Project": job.project if job else "",
+                "GPUs": job.gpus if job else None,
+                "Waiting because": words + (f" ({p.detail})" if p.detail else ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because"])
+
+
+def projects_frame(plan: Plan) -> pd.DataFrame:
+    """Per project: owed, planned and charged GPU-hours in this epoch."""
+    rows = [
+        {
+            "Project": p.project,
+            "Owed (H100-eq GPU-h)": round(p.owed_gpu_h, 1),
+            "Planned (H100-eq GPU-h)": round(p.planned_gpu_h, 1),
+            "Charged to budget (H100-eq GPU-h)": round(p.charged_gpu_h, 1),
+        }
+        for p in plan.projects
+    ]
+    return pd.DataFrame(rows)
+
+
+def solver_line(plan: Plan) -> str:
+    """One sentence on how the plan was solved."""
+    s = plan.solver
+    line = f"Solved with {s.backend} in {s.seconds:.1f} s: {s.status.value}"
+    if s.gap is not None:
+        line += f", gap {s.gap:.1%} to the proven bound"
+    if s.fallback:
+        line += ". The solver gave no usable answer in time, so this is the greedy fallback plan"
+    return line + "."
