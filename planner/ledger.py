@@ -1,0 +1,322 @@
+"""The usage ledger: GPU time delivered per project per interval, in SQLite.
+
+Each record says, for one project and one interval ``[start, end)`` (seconds from the
+scenario's start), how many H100-equivalent GPU-hours it received as allocated (funded)
+work, what that cost its budget (``charged``: urgent work at ``policy.urgent_charge``
+times), how many it received as unallocated (free) work, and how many it was owed (its
+water-filled share times the interval). Fair-share standings are sums of these columns
+over a window, so the ledger alone is enough to rank projects.
+
+Design choices:
+
+- One code path for files and memory. A file ledger runs in WAL mode with
+  ``synchronous=FULL``: a commit is on disk before :meth:`Ledger.record` returns, so a
+  crash (even ``SIGKILL`` mid-write) loses no acknowledged record. The simulator's
+  ``":memory:"`` ledger skips only the journal settings.
+- Append-only: triggers refuse ``UPDATE`` and ``DELETE`` on the records, so history
+  (and the standings computed from it) can be replayed.
+- A ``schema_version`` table; opening a ledger of another version is an error, never a
+  silent migration.
+- :meth:`Ledger.what_if` returns an in-memory copy: edits there never reach the file.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import NamedTuple
+
+from planner.cli.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        project TEXT NOT NULL,
+        t_start REAL NOT NULL,
+        t_end REAL NOT NULL CHECK (t_end > t_start),
+        allocated_gpu_h REAL NOT NULL CHECK (allocated_gpu_h >= 0),
+        charged_gpu_h REAL NOT NULL CHECK (charged_gpu_h >= 0),
+        unallocated_gpu_h REAL NOT NULL CHECK (unallocated_gpu_h >= 0),
+        owed_gpu_h REAL NOT NULL CHECK (owed_gpu_h >= 0)
+    )""",
+    # Standings read the recent window only: an index on the interval end keeps that a
+    # range scan however long the history grows.
+    "CREATE INDEX usage_by_end ON usage (t_end)",
+    "CREATE TRIGGER usage_no_update BEFORE UPDATE ON usage "
+    "BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END",
+    "CREATE TRIGGER usage_no_delete BEFORE DELETE ON usage "
+    "BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END",
+)
+
+_COLUMNS = "project, t_start, t_end, allocated_gpu_h, charged_gpu_h, unallocated_gpu_h, owed_gpu_h"
+
+
+class LedgerError(UsageError):
+    """A ledger file that cannot be used (not SQLite, other schema); names the file."""
+
+
+class Usage(NamedTuple):
+    """One project's usage over ``[start, end)`` (H100-equivalent GPU-hours).
+
+    ``charged_gpu_h`` defaults to ``allocated_gpu_h`` (no urgent work in the interval).
+    """
+
+    project: str
+    start: float
+    end: float
+    allocated_gpu_h: float = 0.0
+    charged_gpu_h: float | None = None
+    unallocated_gpu_h: float = 0.0
+    owed_gpu_h: float = 0.0
+
+
+class Totals(NamedTuple):
+    """Sums of a project's usage columns over a window (H100-equivalent GPU-hours)."""
+
+    allocated_gpu_h: float = 0.0
+    charged_gpu_h: float = 0.0
+    unallocated_gpu_h: float = 0.0
+    owed_gpu_h: float = 0.0
+
+
+class Ledger:
+    """Append-only SQLite usage ledger.
+
+    Parameters
+    ----------
+    path
+        A file (created when missing, WAL mode) or ``":memory:"`` (the default), which
+        the simulator uses.
+
+    Examples
+    --------
+    >>> with Ledger() as ledger:
+    ...     ledger.record([Usage("research/nlp", 0.0, 3600.0, allocated_gpu_h=8.0, owed_gpu_h=10.0)])
+    ...     ledger.window_totals(0.0, 3600.0)["research/nlp"].owed_gpu_h
+    1
+    10.0
+    """
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        self._in_memory = self.path == ":memory:"
+        self._lock = threading.Lock()
+        try:
+            # Autocommit mode: transactions are explicit, so each record() is one commit.
+            # The app may touch the ledger from Streamlit's worker threads; the lock
+            # serialises that.
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{self.path}: cannot open the ledger: {exc}") from None
+        try:
+            self._configure()
+            self._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise LedgerError(f"{self.path}: not a usable gpuplan ledger: {exc}") from None
+        except LedgerError:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def _wrap(cls, conn: sqlite3.Connection) -> Ledger:
+        ledger = cls.__new__(cls)
+        ledger.path = ":memory:"
+        ledger._in_memory = True
+        ledger._lock = threading.Lock()
+        ledger._conn = conn
+        return ledger
+
+    def _configure(self) -> None:
+        if self._in_memory:
+            return
+        mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise LedgerError(f"{self.path}: cannot switch the ledger to WAL mode (got {mode!r})")
+        # FULL, not NORMAL: NORMAL survives a process crash but may lose the last commits
+        # on power loss; the ledger is written once per epoch, so the fsync is cheap.
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+
+    def _ensure_schema(self) -> None:
+        tables = {
+            row[0]
+            for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if not tables:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Another process may have created the schema while we waited for the lock.
+                if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table'").fetchone():
+                    for statement in _SCHEMA:
+                        self._conn.execute(statement)
+                    self._conn.execute(
+                        "INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,)
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            tables = {
+                row[0]
+                for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        if "schema_version" not in tables or "usage" not in tables:
+            raise LedgerError(f"{self.path}: not a gpuplan ledger (no schema_version/usage tables)")
+        row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            found = None if row is None else row[0]
+            raise LedgerError(
+                f"{self.path}: ledger schema version {found}, this gpuplan reads version {SCHEMA_VERSION}"
+            )
+
+    # -- writing -----------------------------------------------------------------------
+
+    def record(self, usages: Iterable[Usage]) -> int:
+        """Append records in one transaction; return how many were written.
+
+        When this returns, the records are committed (on disk for a file ledger).
+
+        Raises
+        ------
+        ValueError
+            A record with ``end <= start``, a negative or non-finite amount, or an
+            empty project name; nothing of the batch is written.
+        """
+        rows = [_row(u) for u in usages]
+        if not rows:
+            return 0
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    f"INSERT INTO usage ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def window_totals(self, start: float, end: float) -> dict[str, Totals]:
+        """Per-project sums of every column over ``[start, end)``.
+
+        A record that straddles a window edge counts in proportion to its overlap (usage
+        is taken as uniform within a record), so standings do not jump when an interval
+        slides out of the lookback window.
+        """
+        if end <= start:
+            return {}
+        sql = (
+            "SELECT project, SUM(allocated_gpu_h * f), SUM(charged_gpu_h * f), "
+            "SUM(unallocated_gpu_h * f), SUM(owed_gpu_h * f) FROM ("
+            "  SELECT project, allocated_gpu_h, charged_gpu_h, unallocated_gpu_h, owed_gpu_h,"
+            "  (MIN(t_end, :e) - MAX(t_start, :s)) / (t_end - t_start) AS f"
+            "  FROM usage WHERE t_end > :s AND t_start < :e"
+            ") GROUP BY project"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, {"s": float(start), "e": float(end)}).fetchall()
+        return {r[0]: Totals(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def records(
+        self, project: str | None = None, start: float | None = None, end: float | None = None
+    ) -> list[Usage]:
+        """Records in insertion order, optionally of one project and overlapping a window."""
+        where = []
+        params: dict[str, object] = {}
+        if project is not None:
+            where.append("project = :p")
+            params["p"] = project
+        if start is not None:
+            where.append("t_end > :s")
+            params["s"] = float(start)
+        if end is not None:
+            where.append("t_start < :e")
+            params["e"] = float(end)
+        sql = f"SELECT {_COLUMNS} FROM usage"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        with self._lock:
+            return [Usage(*row) for row in self._conn.execute(sql, params)]
+
+    def span(self) -> tuple[float, float] | None:
+        """``(earliest start, latest end)`` of the records, or ``None`` when empty."""
+        with self._lock:
+            row = self._conn.execute("SELECT MIN(t_start), MAX(t_end) FROM usage").fetchone()
+        return None if row[0] is None else (float(row[0]), float(row[1]))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM usage").fetchone()[0])
+
+    # -- copies and lifetime -------------------------------------------------------------
+
+    def what_if(self) -> Ledger:
+        """An in-memory copy of this ledger; writing to it never touches this one."""
+        target = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        with self._lock:
+            self._conn.backup(target)
+        return Ledger._wrap(target)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Usage]:
+        return iter(self.records())
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.path!r})"
+
+
+def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
+    charged = u.allocated_gpu_h if u.charged_gpu_h is None else u.charged_gpu_h
+    values = {
+        "start": u.start,
+        "end": u.end,
+        "allocated_gpu_h": u.allocated_gpu_h,
+        "charged_gpu_h": charged,
+        "unallocated_gpu_h": u.unallocated_gpu_h,
+        "owed_gpu_h": u.owed_gpu_h,
+    }
+    for name, value in values.items():
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"usage of {u.project!r}: {name} must be a finite number, got {value!r}")
+        if name not in ("start", "end") and value < 0:
+            raise ValueError(f"usage of {u.project!r}: {name} must not be negative, got {value!r}")
+    if not u.project:
+        raise ValueError("usage: project must be a non-empty project path")
+    if u.end <= u.start:
+        raise ValueError(f"usage of {u.project!r}: end ({u.end}) must be after start ({u.start})")
+    return (
+        u.project,
+        float(u.start),
+        float(u.end),
+        float(u.allocated_gpu_h),
+        float(charged),
+        float(u.unallocated_gpu_h),
+        float(u.owed_gpu_h),
+    )
