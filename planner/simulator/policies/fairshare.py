@@ -1,0 +1,140 @@
+"""``fairshare``: the institute's published design, as a greedy scheduler.
+
+Rules:
+
+- **Order.** Funded work goes first, project by project in ascending order of the
+  project's fair-share ratio (delivered allocated time over owed time across the
+  lookback window, from :func:`planner.fairshare.standings` on the run's ledger; ratios
+  are refreshed at every ledger charge point, one slice length apart). Inside a project:
+  urgent first, then priority, then submit time. Any job that fits idle GPUs starts.
+- **Unallocated work** (minimum runtime 0) then fills the GPUs still idle, in the same
+  project order; it never preempts.
+- **Preemption.** A funded job that does not fit may preempt running work that is past
+  its minimum runtime and is either unallocated or resumable work of a project with a
+  strictly higher ratio (lower standing). Victims: unallocated work first, then the
+  highest ratio, then the least work lost.
+- **Contract.** No job is preempted inside its minimum runtime. Non-resumable funded work
+  is preempted only by maintenance.
+- **Maintenance.** A drained node's jobs move off as their minimum runtime passes (a
+  non-resumable job then restarts from scratch: the contract protects only the minimum
+  runtime).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.simulator.engine import Engine, try_place
+from planner.simulator.policies.base import Shape, ShapeQueues, find_victims
+from planner.simulator.state import JobRun
+
+
+def _key(run: JobRun) -> tuple[Any, ...]:
+    j = run.job
+    return (not j.urgent, -j.priority, j.submit)
+
+
+class FairSharePolicy:
+    """Greedy fair-share sort with the minimum-runtime contract."""
+
+    name = "fairshare"
+
+    def __init__(self) -> None:
+        self.queue = ShapeQueues(_key)
+        self.ratio: dict[str, float] = {}
+        self.order: list[str] = []
+
+    def attach(self, engine: Engine) -> None:
+        self.engine = engine
+        self.ratio = {p: 0.0 for p in engine.projects}
+        self.order = list(engine.projects)
+        engine.charge_hooks.append(self._refresh)
+
+    def _refresh(self, now: float) -> None:
+        """Re-rank projects from the ledger (called at each charge point)."""
+        from planner.fairshare import org_at, standings
+
+        e = self.engine
+        demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
+        st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger,
+                       now, e.scenario.policy)
+        self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
+        self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+
+    def enqueue(self, run: JobRun) -> None:
+        self.queue.push((run.job.project, run.job.allocated), run)
+
+    def on_wake(self, tag: Any, now: float) -> None:
+        pass
+
+    def on_contract_end(self, run: JobRun, now: float) -> None:
+        if any(n in self.engine.cluster.drained for n in run.nodes):
+            self.engine.preempt(run, "maintenance")
+
+    def on_drain(self, node: str, now: float) -> None:
+        e = self.engine
+        for i in sorted(e.cluster.jobs_on[node]):
+            run = e.runs[i]
+            if run.status == "running" and e.past_contract(run):
+                e.preempt(run, "maintenance")
+
+    def extra_summary(self) -> dict[str, Any]:
+        return {}
+
+    # -- scheduling --------------------------------------------------------------------
+
+    def _eligible(self, requester: JobRun) -> Any:
+        e = self.engine
+        r = self.ratio[requester.job.project]
+
+        def ok(v: JobRun) -> bool:
+            if not e.past_contract(v):
+                return False
+            if not v.charged:
+                return True
+            return v.job.resumable and self.ratio[v.job.project] > r
+
+        return ok
+
+    def _cost(self, v: JobRun) -> float:
+        # Unallocated first, then lower standing (higher ratio), then least work lost.
+        lost = 0.0 if v.job.resumable else v.done_work(self.engine.now) * v.job.gpus
+        tier = 0.0 if not v.charged else 1e15 - min(self.ratio[v.job.project], 1e3) * 1e11
+        return tier + min(lost, 1e10)
+
+    def _try(self, run: JobRun, allow_preempt: bool) -> bool:
+        e = self.engine
+        placed = try_place(e, run)
+        if placed is None and allow_preempt and run.job.allocated and e.preemptible_gpus > 0:
+            found = find_victims(e, run, self._eligible(run), self._cost)
+            if found is not None:
+                for v in found[1]:
+                    e.preempt(v, f"fair share: {run.job.id} ({run.job.project})")
+                placed = try_place(e, run)
+        if placed is None:
+            return False
+        e.start(run, *placed, charged=run.job.allocated)
+        return True
+
+    def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
+        e = self.engine
+        if not dirty:
+            # Only submissions happened: the last pass left nothing that fits, so only
+            # the new jobs can start (each at its own rank).
+            for run in sorted(new, key=lambda r: (self.ratio[r.job.project], _key(r))):
+                if run.status == "queued":
+                    self._try(run, allow_preempt=True)
+            return
+        if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
+            return
+        for funded in (True, False):
+            dead_free: set[Shape] = set()  # no hole on idle GPUs
+            for project in self.order:
+                dead: set[Shape] = set(dead_free)
+                for shape, run in self.queue.iter_group(e, (project, funded), dead):
+                    if self._try(run, allow_preempt=funded):
+                        continue
+                    dead.add(shape)
+                    dead_free.add(shape)
+                    if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
+                        return

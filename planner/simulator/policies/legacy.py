@@ -1,0 +1,145 @@
+"""``legacy``: the institute's old scheduler, priorities plus protected GPUs.
+
+Rules (``docs/metrics.md`` describes them for readers of the results):
+
+- **Priority levels with inflation.** Each job gets a level 0 (low) to 3 (top), drawn
+  from a seeded generator in the scenario's job order with probabilities
+  :data:`LEVEL_WEIGHTS` (70% top), as the institute saw "every workload at the highest
+  priority" in the end. The queue runs by level, then submit time (FIFO within a level);
+  any job that fits idle GPUs starts (backfill).
+- **Protected GPUs per team.** A team is a project; its limit is its static share of the
+  cluster's GPUs (``effective_shares`` x total GPUs x ``protected_fraction``). Funded
+  work (minimum runtime > 0) starts protected while the team is under its limit; the rest,
+  and all unallocated work, starts preemptible on idle GPUs.
+- **Preemption.** A job that would start protected may preempt preemptible jobs of its
+  level or lower. Protected jobs are never preempted.
+- **Maintenance.** Preemptible jobs on a drained node are preempted at once; protected jobs
+  block the node until they end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from models import effective_shares
+from planner.simulator.engine import Engine
+from planner.simulator.policies.base import Shape, ShapeQueues, find_victims
+from planner.simulator.state import JobRun
+
+LEVEL_WEIGHTS = (0.05, 0.10, 0.15, 0.70)
+"""Probability of priority levels 0 (low) .. 3 (top)."""
+
+
+class LegacyPolicy:
+    """Priority levels with inflation, per-team protected GPUs, blocking maintenance."""
+
+    name = "legacy"
+
+    def __init__(self, seed: int = 0, protected_fraction: float = 1.0) -> None:
+        self.seed = seed
+        self.protected_fraction = protected_fraction
+        self.queue = ShapeQueues(lambda r: (-r.level, r.job.submit))
+        self.by_team = ShapeQueues(lambda r: (-r.level, r.job.submit))
+        self.protected_used: dict[str, int] = {}
+        self.limit: dict[str, int] = {}
+        self.unprotected_gpus = 0
+
+    def attach(self, engine: Engine) -> None:
+        self.engine = engine
+        rng = np.random.default_rng(self.seed)
+        levels = rng.choice(len(LEVEL_WEIGHTS), size=len(engine.runs), p=LEVEL_WEIGHTS)
+        for run, level in zip(engine.runs, levels, strict=True):
+            run.level = int(level)
+        total = sum(n.size for n in engine.cluster.nodes.values())
+        shares = effective_shares(engine.scenario.org)
+        for p in engine.scenario.projects:
+            self.limit[p] = int(shares[p] * total * self.protected_fraction)
+            self.protected_used[p] = 0
+
+    def enqueue(self, run: JobRun) -> None:
+        if run.protected:
+            self.protected_used[run.job.project] -= run.job.gpus
+            run.protected = False
+        self.queue.push(0, run)
+        self.by_team.push(run.job.project, run)
+
+    def on_wake(self, tag: Any, now: float) -> None:
+        pass
+
+    def on_contract_end(self, run: JobRun, now: float) -> None:
+        pass  # the old system had no minimum-runtime contract
+
+    def on_drain(self, node: str, now: float) -> None:
+        e = self.engine
+        for i in sorted(e.cluster.jobs_on[node]):
+            run = e.runs[i]
+            if run.status == "running" and not run.protected:
+                self._preempt(run, "maintenance")
+
+    def _preempt(self, run: JobRun, reason: str) -> None:
+        self.unprotected_gpus -= run.job.gpus
+        self.engine.preempt(run, reason)
+
+    def extra_summary(self) -> dict[str, Any]:
+        return {}
+
+    # -- scheduling --------------------------------------------------------------------
+
+    def _would_protect(self, run: JobRun) -> bool:
+        p = run.job.project
+        return run.job.allocated and self.protected_used[p] + run.job.gpus <= self.limit[p]
+
+    def _start(self, run: JobRun, pool: Any, nodes: tuple[str, ...]) -> None:
+        protect = self._would_protect(run)
+        if protect:
+            self.protected_used[run.job.project] += run.job.gpus
+        else:
+            self.unprotected_gpus += run.job.gpus
+        self.engine.start(run, pool, nodes, protected=protect,
+                          detail="protected" if protect else "preemptible")
+
+    def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
+        from planner.simulator.engine import try_place
+
+        e = self.engine
+        # 1. Backfill idle GPUs in level order (free GPUs only shrink in this phase, so a
+        #    shape that failed once fails for the rest of the pass).
+        if e.cluster.total_free > 0:
+            dead: set[Shape] = set()
+            for shape, run in self.queue.iter_group(e, 0, dead):
+                placed = try_place(e, run)
+                if placed is not None:
+                    self._start(run, *placed)
+                else:
+                    dead.add(shape)
+        if self.unprotected_gpus == 0 or not (dirty or new):
+            return
+        # 2. Jobs that would start protected preempt preemptible work of their level or
+        #    lower; per team, since protection depends on the team's limit.
+        for project in self.engine.scenario.projects:
+            if self.protected_used[project] >= self.limit[project]:
+                continue
+            dead_p: set[Shape] = set()
+            for shape, run in self.by_team.iter_group(e, project, dead_p):
+                if self.unprotected_gpus == 0:
+                    return
+                if not self._would_protect(run):
+                    dead_p.add(shape)
+                    continue
+                level = run.level
+                found = find_victims(
+                    e, run,
+                    eligible=lambda v, lv=level: not v.protected and v.level <= lv,
+                    cost=lambda v: v.level * 1e12 + v.job.gpus * (e.now - v.run_start),
+                )
+                placed = None
+                if found is not None:
+                    for v in found[1]:
+                        self._preempt(v, f"priority: {run.job.id}")
+                    placed = try_place(e, run)
+                if placed is not None:
+                    self._start(run, *placed)
+                else:
+                    dead_p.add(shape)

@@ -1,0 +1,194 @@
+"""Mutable simulation state: jobs as they run, nodes and their free GPUs.
+
+Everything here is updated incrementally (per-node free counts, per-pool histograms of
+free GPUs), so one decision costs O(nodes touched), never a scan of the cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from models import Job, Pool, Scenario
+
+DEBUG_MAX_GPUS = 8
+DEBUG_MAX_MIN_RUNTIME = 15 * 60.0
+LARGE_MIN_GPUS = 64
+
+WAIT_CLASSES = ("debug", "large", "batch", "all")
+
+
+def wait_class(job: Job) -> str:
+    """The wait class of ``job`` by its shape (``docs/metrics.md``).
+
+    ``debug``: 8 GPUs or fewer and a minimum runtime of 15 min or less; ``large``: 64 GPUs
+    or more; ``batch``: the rest. The shape decides, not the job's declared ``kind``, so
+    every policy and scenario is measured the same way.
+    """
+    if job.gpus <= DEBUG_MAX_GPUS and job.min_runtime <= DEBUG_MAX_MIN_RUNTIME:
+        return "debug"
+    if job.gpus >= LARGE_MIN_GPUS:
+        return "large"
+    return "batch"
+
+
+@dataclass(slots=True)
+class JobRun:
+    """One job's life in the simulation.
+
+    ``progress`` is seconds of useful work kept so far (excluding the current run);
+    ``run_start`` is when the current run began (the contract counts from there);
+    ``debt`` is the restart overhead the current run must work off before it makes
+    progress again.
+    """
+
+    job: Job
+    index: int
+    cls: str
+    status: str = "future"  # future -> queued -> running -> (queued ...) -> done
+    progress: float = 0.0
+    debt: float = 0.0
+    run_start: float = math.nan
+    pool: Pool | None = None
+    nodes: tuple[str, ...] = ()
+    per_node: int = 0
+    rate: float = 1.0
+    charged: bool = True
+    protected: bool = False
+    level: int = 0
+    first_start: float = math.nan
+    end: float = math.nan
+    restarts: int = 0
+    preemptions: int = 0
+    lost_h100_s: float = 0.0
+    h100_demand: float = 0.0
+    token: int = 0  # bumps on every start and stop, so stale completion events are ignored
+
+    @property
+    def remaining(self) -> float:
+        """Wall seconds the job needs if (re)started now."""
+        assert self.job.duration is not None
+        return self.job.duration - self.progress + self.debt
+
+    @property
+    def contract_end(self) -> float:
+        return self.run_start + self.job.min_runtime
+
+    def done_work(self, now: float) -> float:
+        """Useful work (seconds) done by ``now``, counting the current run."""
+        if self.status != "running":
+            return self.progress
+        return self.progress + max(now - self.run_start - self.debt, 0.0)
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    name: str
+    pool: Pool
+    size: int
+    rate: float
+
+
+@dataclass
+class PoolState:
+    """Free GPUs of the pool's nodes that may take new work, kept incrementally."""
+
+    pool: Pool
+    open_free: dict[str, int] = field(default_factory=dict)  # non-drained nodes with free > 0
+    hist: list[int] = field(default_factory=list)  # hist[f]: non-drained nodes with f free GPUs
+    size: dict[str, int] = field(default_factory=dict)
+    uniform: bool = True
+
+    def can_fit(self, gpus: int, max_size: int) -> bool:
+        """Whether ``place_gang`` may find a hole: exact for pools of one node size."""
+        if gpus <= max_size:
+            return any(self.hist[f] for f in range(gpus, len(self.hist)))
+        if not self.uniform:
+            return True  # mixed node sizes: let place_gang decide
+        need = math.ceil(gpus / max_size)
+        return self.hist[max_size] >= need
+
+
+class ClusterState:
+    """Nodes, their free GPUs, drains and the jobs on each node."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.free: dict[str, int] = {}
+        self.drained: set[str] = set()
+        self.jobs_on: dict[str, set[int]] = {}
+        self.pools: dict[Pool, PoolState] = {}
+        self.max_size: dict[Pool, int] = {}
+        for node in scenario.nodes:
+            info = NodeInfo(node.name, node.pool, node.gpus, scenario.rate(node.gpu_type))
+            self.nodes[node.name] = info
+            self.free[node.name] = node.gpus
+            self.jobs_on[node.name] = set()
+            ps = self.pools.setdefault(node.pool, PoolState(node.pool))
+            ps.size[node.name] = node.gpus
+            self.max_size[node.pool] = max(self.max_size.get(node.pool, 0), node.gpus)
+        for pool, ps in self.pools.items():
+            ps.uniform = len(set(ps.size.values())) == 1
+            ps.hist = [0] * (self.max_size[pool] + 1)
+            for name, size in ps.size.items():
+                ps.hist[size] += 1
+                ps.open_free[name] = size
+        self.available_gpus = sum(n.size for n in self.nodes.values())
+        self.available_h100 = sum(n.size * n.rate for n in self.nodes.values())
+        self.total_free = self.available_gpus
+
+    # -- incremental updates --------------------------------------------------------
+
+    def _set_free(self, name: str, value: int) -> None:
+        old = self.free[name]
+        self.free[name] = value
+        if name in self.drained:
+            return
+        ps = self.pools[self.nodes[name].pool]
+        ps.hist[old] -= 1
+        ps.hist[value] += 1
+        self.total_free += value - old
+        if value > 0:
+            ps.open_free[name] = value
+        else:
+            ps.open_free.pop(name, None)
+
+    def take(self, names: tuple[str, ...], per_node: int, job_index: int) -> None:
+        for name in names:
+            if self.free[name] < per_node:
+                raise RuntimeError(f"node {name} oversubscribed by job #{job_index}")
+            self._set_free(name, self.free[name] - per_node)
+            self.jobs_on[name].add(job_index)
+
+    def give(self, names: tuple[str, ...], per_node: int, job_index: int) -> None:
+        for name in names:
+            self._set_free(name, self.free[name] + per_node)
+            self.jobs_on[name].discard(job_index)
+
+    def drain(self, name: str) -> None:
+        """Stop ``name`` taking new work (its running jobs stay until moved off)."""
+        if name in self.drained:
+            return
+        info = self.nodes[name]
+        ps = self.pools[info.pool]
+        f = self.free[name]
+        ps.hist[f] -= 1
+        ps.open_free.pop(name, None)
+        self.total_free -= f
+        self.drained.add(name)
+        self.available_gpus -= info.size
+        self.available_h100 -= info.size * info.rate
+
+    def undrain(self, name: str) -> None:
+        if name not in self.drained:
+            return
+        self.drained.discard(name)
+        info = self.nodes[name]
+        ps = self.pools[info.pool]
+        f = self.free[name]
+        ps.hist[f] += 1
+        if f > 0:
+            ps.open_free[name] = f
+        self.total_free += f
+        self.available_gpus += info.size
+        self.available_h100 += info.size * info.rate
