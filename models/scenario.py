@@ -19,12 +19,18 @@ from models.workload import Job
 
 
 class GenerateSpec(Frozen):
-    """Parameters of the synthetic workload generator (``scenarios.generate``)."""
+    """Parameters of the synthetic workload generator (``scenarios.generate``).
+
+    ``load`` is the offered GPU-time of the arrivals over ``days`` / physical capacity;
+    ``backlog`` is extra work already queued at time 0, in capacity-time (``12h`` means
+    twelve hours of every GPU's time), so a simulation starts from a busy institute.
+    """
 
     seed: int = 1
     days: float = Field(default=7.0, gt=0)
     load: float = Field(default=1.0, gt=0)
     users: int = Field(default=150, ge=1)
+    backlog: Duration = Field(default=0.0, ge=0)
 
 
 class PhillySpec(Frozen):
