@@ -45,16 +45,13 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from models import OrgUnit, Scenario, with_shares
-from scenarios.errors import ScenarioError, from_validation_error
+from scenarios.errors import ScenarioError, field_path, from_validation_error
 from scenarios.load import resolve_path, scenario_from_dict
 
 if TYPE_CHECKING:
     from distributed import Client
 
 log = logging.getLogger(__name__)
-
-#: Policies of :func:`planner.simulator.simulate`, checked before a sweep starts.
-KNOWN_POLICIES = ("legacy", "fairshare", "mip")
 
 #: A function ``(scenario, policy, *, days, **options) -> result`` whose result has a
 #: ``summary`` mapping (or is that mapping). The default is the real simulator.
@@ -187,7 +184,7 @@ def expand(
             raise SweepError(None, f"grid.{key}: expected a list of values, got {values!r}")
         if not values:
             raise SweepError(None, f"grid.{key}: give at least one value")
-        check_key(base, key)
+        check_key(base, key, values[0])
     if seeds is not None:
         if not seeds:
             raise SweepError(None, "seeds: give at least one seed (or leave seeds out)")
@@ -288,7 +285,8 @@ def _locate(data: dict[str, Any], key: str) -> tuple[Any, str | int]:
     last = segments[-1]
     if isinstance(node, list):
         if not isinstance(last, int) or not 0 <= last < len(node):
-            raise SweepError(None, f"grid key {key!r}: {where} has no item {last!r}")
+            item = f"[{last}]" if isinstance(last, int) else f"named {last!r}"
+            raise SweepError(None, f"grid key {key!r}: {where} has no item {item}")
     elif not isinstance(node, dict) or not isinstance(last, str):
         raise SweepError(None, f"grid key {key!r}: {where} has no field {last!r}")
     return node, last
@@ -316,8 +314,13 @@ def _scale_cluster(data: dict[str, Any], key: str) -> dict[str, Any]:
     return cluster
 
 
-def check_key(base: SweepBase, key: str) -> None:
-    """Raise :class:`SweepError` if ``key`` names nothing in the base scenario."""
+def check_key(base: SweepBase, key: str, value: Any) -> None:
+    """Raise :class:`SweepError` if ``key`` names nothing in the base scenario.
+
+    ``value`` (one of the key's values) is written into a copy of the base to catch a
+    misspelt field name, which the models reject as unknown. Errors about the value
+    itself are left to the point, which reports them as its own failure.
+    """
     data = copy.deepcopy(base.data)
     if key.startswith("org.") and key.endswith(".share"):
         _org_unit(data, key)
@@ -325,6 +328,16 @@ def check_key(base: SweepBase, key: str) -> None:
         _scale_cluster(data, key)
     else:
         _locate(data, key)
+    try:
+        apply_edit(data, key, value)
+        Scenario.model_validate(data)  # cheap: a generated workload is not generated here
+    except ScenarioError:
+        return
+    except ValidationError as err:
+        for error in err.errors(include_url=False):
+            if error["type"] == "extra_forbidden":
+                where = field_path(tuple(error["loc"]))
+                raise SweepError(None, f"grid key {key!r}: {where} is not a scenario field") from None
 
 
 def apply_edit(data: dict[str, Any], key: str, value: Any) -> None:
@@ -525,7 +538,11 @@ def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             if column != ELAPSED_COLUMN:
                 columns[column] = None
     columns[ELAPSED_COLUMN] = None
-    return pd.DataFrame([dict(r) for r in rows], columns=list(columns))
+    frame = pd.DataFrame([dict(r) for r in rows], columns=list(columns))
+    # pandas turns None into NaN next to strings; keep None so `error is None` holds.
+    errors = frame[ERROR_COLUMN].astype(object)
+    frame[ERROR_COLUMN] = errors.where(errors.notna(), None)
+    return frame
 
 
 # -- the sweep ----------------------------------------------------------------------------
@@ -650,11 +667,12 @@ def run_sweep(
     if isinstance(policies, str):
         policies = [policies]
     if runner is None:
-        unknown = [p for p in policies if p not in KNOWN_POLICIES]
+        from planner.simulator.policies import POLICY_NAMES
+
+        unknown = [p for p in policies if p not in POLICY_NAMES]
         if unknown:
             raise SweepError(
-                None,
-                f"policies: unknown policy {unknown[0]!r} (known: {', '.join(KNOWN_POLICIES)})",
+                None, f"policies: unknown policy {unknown[0]!r} (known: {', '.join(POLICY_NAMES)})"
             )
     if workers < 0:
         raise SweepError(None, f"workers: expected 0 or more, got {workers}")

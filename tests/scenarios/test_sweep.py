@@ -1,0 +1,357 @@
+"""Scenario sweeps: grid edits, result rows, Dask execution, worker loss and resume."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+from models import Scenario
+from planner.simulator import simulate
+from scenarios import load_scenario, sweep
+from scenarios.sweep import (
+    ELAPSED_COLUMN,
+    SweepBase,
+    SweepError,
+    expand,
+    flatten_summary,
+    point_key,
+)
+
+GENERATED = """\
+name: small-generated
+gpu_types: {H100: {rate: 1.0}}
+clusters:
+  - name: alpha
+    node_groups: [{gpu_type: H100, nodes: 8, gpus_per_node: 8}]
+org:
+  - {name: research, share: 3, children: [{name: nlp, share: 2}, {name: vision, share: 1}]}
+  - {name: infra, share: 1}
+policy: {epoch: 1h, slices: 4, lookback: 7d, max_min_runtime: 8h}
+workloads:
+  generate: {seed: 1, days: 1, load: 0.8, users: 6}
+"""
+
+#: Eight points of the tiny scenario: the grid of the Dask and resume tests.
+GRID8: dict[str, list[Any]] = {
+    "policy.lookback": ["3d", "7d"],
+    "policy.slices": [2, 4],
+    "org.research.share": [2, 4],
+}
+DAYS = 0.5
+
+
+# -- runners (module level, so Dask workers can unpickle them) ------------------------
+
+
+def echo_runner(scenario: Scenario, policy: str, *, days: float | None = None, **options: Any) -> Any:
+    """Report the edited fields themselves, so a test sees what reached the scenario."""
+    alpha = next(c for c in scenario.clusters if c.name == "alpha")
+    return SimpleNamespace(
+        summary={
+            "lookback_s": scenario.policy.lookback,
+            "slices": scenario.policy.slices,
+            "shares": {u.name: u.share for u in scenario.org},
+            "nlp_share": scenario.org[0].children[0].share if scenario.org[0].children else None,
+            "alpha_nodes": sum(g.nodes for g in alpha.node_groups),
+            "jobs": len(scenario.jobs),
+            "beta_nodes": sum(g.nodes for c in scenario.clusters if c.name == "beta" for g in c.node_groups),
+            "workload": hashlib.sha256(repr([(j.submit, j.gpus, j.duration) for j in scenario.jobs]).encode()).hexdigest(),
+            "days": days,
+            "policy": policy,
+        }
+    )
+
+
+def kill_once_runner(
+    scenario: Scenario, policy: str, *, days: float | None = None, marker: str, **options: Any
+) -> Any:
+    """The first call anywhere kills its own worker process; every other call simulates."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return simulate(scenario, policy, days=days, **options)
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: the process was killed")
+
+
+def counting_runner(
+    scenario: Scenario,
+    policy: str,
+    *,
+    days: float | None = None,
+    calls: str,
+    stop_after: int | None = None,
+    **options: Any,
+) -> Any:
+    """Simulate, leaving one file per call in ``calls``; Ctrl-C after ``stop_after`` calls."""
+    if stop_after is not None and len(os.listdir(calls)) >= stop_after:
+        raise KeyboardInterrupt
+    Path(calls, uuid.uuid4().hex).touch()
+    return simulate(scenario, policy, days=days, **options)
+
+
+def failing_runner(scenario: Scenario, policy: str, *, days: float | None = None, **options: Any) -> Any:
+    """Fail the points with two slices per epoch; simulate the others."""
+    if scenario.policy.slices == 2:
+        raise RuntimeError("slices=2 is broken in this test")
+    return simulate(scenario, policy, days=days, **options)
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def generated(tmp_path: Path) -> Path:
+    path = tmp_path / "generated.yaml"
+    path.write_text(GENERATED)
+    return path
+
+
+@pytest.fixture
+def two_workers() -> Iterator[Client]:
+    """A real local Dask cluster of two single-threaded worker processes."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def results(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame without wall-clock timings, which differ between any two runs."""
+    return frame.drop(columns=[ELAPSED_COLUMN]).reset_index(drop=True)
+
+
+def one(frame: pd.DataFrame, **where: Any) -> dict[str, Any]:
+    mask = pd.Series(True, index=frame.index)
+    for column, value in where.items():
+        mask &= frame[column] == value
+    rows = frame[mask].to_dict("records")
+    assert len(rows) == 1, where
+    return {str(k): v for k, v in rows[0].items()}
+
+
+# -- grid expansion and point keys ----------------------------------------------------
+
+
+def test_expand_runs_the_product_of_grid_policies_and_seeds(generated: Path) -> None:
+    """A 3x2 grid under 2 policies and 2 seeds is 24 points with distinct keys."""
+    base = SweepBase.from_any(generated)
+    grid = {"policy.lookback": ["3d", "7d", "14d"], "policy.slices": [2, 4]}
+    points = expand(base, grid, ["fairshare", "legacy"], [1, 2])
+    assert len(points) == 24
+    assert len({p.key for p in points}) == 24
+    assert points[0].params == (("policy.lookback", "3d"), ("policy.slices", 2))
+    assert (points[0].policy, points[0].seed) == ("fairshare", 1)
+    assert (points[-1].policy, points[-1].seed) == ("legacy", 2)
+
+
+def test_point_key_ignores_grid_order_but_not_values() -> None:
+    """A point's key is the same whatever the grid's key order, and changes with a value."""
+    base = SweepBase.from_any("tiny")
+    a = point_key(base, [("policy.slices", 2), ("policy.lookback", "3d")], "fairshare", None, 1.0, {})
+    b = point_key(base, [("policy.lookback", "3d"), ("policy.slices", 2)], "fairshare", None, 1.0, {})
+    c = point_key(base, [("policy.lookback", "3d"), ("policy.slices", 4)], "fairshare", None, 1.0, {})
+    d = point_key(base, [("policy.lookback", "3d"), ("policy.slices", 2)], "fairshare", None, 2.0, {})
+    assert a == b
+    assert len({a, c, d}) == 3
+
+
+# -- edits ------------------------------------------------------------------------------
+
+
+def test_edits_reach_the_point_scenarios() -> None:
+    """Policy, org-unit share (dotted or slashed path), cluster scale and a node-group field
+    are each written into the point's scenario."""
+    frame = sweep(
+        "tiny",
+        grid={
+            "policy.lookback": ["3d"],
+            "org.research.nlp.share": [5],
+            "org.research/vision.share": [7],
+            "clusters.alpha.scale": [1.5],
+            "clusters.beta.node_groups[0].nodes": [3],
+        },
+        runner=echo_runner,
+    )
+    row = one(frame)
+    assert row["error"] is None
+    assert row["lookback_s"] == 3 * 86400
+    assert row["nlp_share"] == 5
+    assert row["alpha_nodes"] == 6  # 4 nodes x 1.5
+    assert row["beta_nodes"] == 3
+    assert row["shares.research"] == load_scenario("tiny").org[0].share  # the parent keeps its share
+
+
+def test_program_share_is_swept() -> None:
+    """``org.research.share`` gives each point its value for the program's share."""
+    frame = sweep("tiny", grid={"org.research.share": [2, 3, 4]}, runner=echo_runner)
+    assert list(frame["shares.research"]) == [2, 3, 4]
+    assert list(frame["org.research.share"]) == [2, 3, 4]
+    assert set(frame["shares.infra"]) == {1}
+
+
+def test_seeds_and_generator_fields_apply_to_generated_workloads(generated: Path) -> None:
+    """Seeds regenerate the workload (other jobs per seed, the same jobs for one seed), and
+    ``workloads.generate.load`` changes the amount of work."""
+    frame = sweep(generated, grid={"workloads.generate.load": [0.4, 1.2]}, seeds=[1, 2], runner=echo_runner)
+    assert list(frame["seed"]) == [1, 2, 1, 2]
+    assert frame["error"].isna().all()
+    assert frame.loc[2, "jobs"] > frame.loc[0, "jobs"]
+    assert frame.loc[3, "jobs"] > frame.loc[1, "jobs"]
+    assert frame.loc[0, "workload"] != frame.loc[1, "workload"]
+    same = sweep(generated, grid={"workloads.generate.load": [0.4]}, seeds=[1], runner=echo_runner)
+    assert same.loc[0, "workload"] == frame.loc[0, "workload"]
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("clusters.gamma.scale", "no item named 'gamma'"),
+        ("org.research.robotics.share", "no org unit 'research.robotics'"),
+        ("maintenance[3].duration", r"maintenance has no item \[3\]"),
+        ("policy.lookbak", "policy.lookbak is not a scenario field"),
+        ("workloads.generate.load", "workload is not generated"),
+        ("policy..slices", "cannot read it as a dotted path"),
+    ],
+)
+def test_a_key_that_names_nothing_is_refused_before_running(key: str, message: str) -> None:
+    """A grid key that names nothing in the base fails the whole sweep up front, naming it."""
+    with pytest.raises(SweepError, match=message) as info:
+        sweep("tiny", grid={key: [1]}, runner=echo_runner)
+    assert key in str(info.value)
+
+
+def test_seeds_need_a_generated_workload() -> None:
+    """Seeds for a scenario with inline jobs are bad input: they would change nothing."""
+    with pytest.raises(SweepError, match="seeds: the base scenario's workload is not generated"):
+        sweep("tiny", seeds=[1, 2], runner=echo_runner)
+
+
+def test_unknown_policy_is_refused() -> None:
+    """An unknown policy name fails before anything runs, listing the known ones."""
+    with pytest.raises(SweepError, match="unknown policy 'fifo'.*fairshare"):
+        sweep("tiny", policies=["fifo"])
+
+
+# -- real simulator: rows, failures -----------------------------------------------------
+
+
+def test_rows_hold_parameters_and_flattened_simulator_metrics() -> None:
+    """Each row has the point's parameters, its policy and the simulator's summary metrics,
+    with per-class wait maps flattened into ``wait_p90_s.<class>`` columns."""
+    frame = sweep("tiny", grid={"policy.lookback": ["3d", "7d"]}, policies=["fairshare"], days=DAYS)
+    assert len(frame) == 2
+    assert list(frame["policy.lookback"]) == ["3d", "7d"]
+    assert set(frame["policy"]) == {"fairshare"}
+    assert frame["error"].isna().all()
+    direct = simulate(load_scenario("tiny"), "fairshare", days=DAYS).summary
+    flat = flatten_summary(direct)
+    assert any(c.startswith("wait_p90_s.") for c in flat)
+    for column, value in flat.items():
+        if column.startswith("wait_") or column in ("delivered_over_owed", "occupancy"):
+            assert frame.loc[1, column] == pytest.approx(value, nan_ok=True), column
+
+
+def test_a_failing_point_is_reported_and_the_others_run(caplog: pytest.LogCaptureFixture) -> None:
+    """A point with an invalid value gets an ``error`` naming the field (also logged), and
+    the sweep's other points still produce metrics."""
+    with caplog.at_level(logging.WARNING, logger="scenarios.sweep"):
+        frame = sweep("tiny", grid={"policy.slices": [0, 2]}, days=DAYS)
+    bad, good = frame.iloc[0], frame.iloc[1]
+    assert "policy.slices" in bad["error"]
+    assert pd.isna(bad["occupancy"])
+    assert good["error"] is None or pd.isna(good["error"])
+    assert good["occupancy"] > 0
+    assert "policy.slices=0" in caplog.text
+
+
+# -- Dask ---------------------------------------------------------------------------------
+
+
+def test_dask_sweep_equals_the_serial_sweep(two_workers: Client) -> None:
+    """An 8-point sweep on a 2-worker LocalCluster gives the same rows, in the same order,
+    as the same sweep run serially in this process."""
+    serial = sweep("tiny", grid=GRID8, days=DAYS)
+    with get_task_stream(two_workers) as stream:
+        parallel = sweep("tiny", grid=GRID8, days=DAYS, client=two_workers)
+    assert len(serial) == 8
+    assert serial["error"].isna().all()
+    pd.testing.assert_frame_equal(results(parallel), results(serial))
+    # The points really ran on the cluster, spread over both workers.
+    assert len(stream.data) == 8
+    assert len({task["worker"] for task in stream.data}) == 2
+
+
+def test_a_killed_worker_does_not_lose_points(two_workers: Client, tmp_path: Path) -> None:
+    """A worker process killed mid-point has that point rerun elsewhere: all 8 results
+    arrive, equal to a serial run."""
+    marker = tmp_path / "killed"
+    runner = functools.partial(kill_once_runner, marker=str(marker))
+    frame = sweep("tiny", grid=GRID8, days=DAYS, client=two_workers, runner=runner, out=tmp_path / "out")
+    killed_pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed_pid, 0)  # the worker really died
+    assert frame["error"].isna().all()
+    pd.testing.assert_frame_equal(results(frame), results(sweep("tiny", grid=GRID8, days=DAYS)))
+    assert len(list((tmp_path / "out" / "points").glob("*.parquet"))) == 8
+
+
+# -- resume -------------------------------------------------------------------------------
+
+
+def test_rerun_after_interruption_resumes(tmp_path: Path) -> None:
+    """A sweep stopped by Ctrl-C after 3 points keeps them; the rerun computes only the
+    other 5 and returns all 8, equal to an uninterrupted sweep."""
+    out = tmp_path / "out"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        sweep("tiny", grid=GRID8, days=DAYS, out=out,
+              runner=functools.partial(counting_runner, calls=str(first), stop_after=3))
+    assert len(list((out / "points").glob("*.parquet"))) == 3
+    assert len(pd.read_csv(out / "results.csv")) == 3  # what finished is readable at once
+    frame = sweep("tiny", grid=GRID8, days=DAYS, out=out,
+                  runner=functools.partial(counting_runner, calls=str(second)))
+    assert len(os.listdir(second)) == 5
+    assert len(frame) == 8
+    pd.testing.assert_frame_equal(results(frame), results(sweep("tiny", grid=GRID8, days=DAYS)))
+    assert len(pd.read_parquet(out / "results.parquet")) == 8
+
+
+def test_failed_points_are_retried_on_rerun(tmp_path: Path) -> None:
+    """A rerun skips the points that ran and retries only the ones that failed."""
+    out = tmp_path / "out"
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    grid = {"policy.slices": [2, 4]}
+    first = sweep("tiny", grid=grid, days=DAYS, out=out, runner=failing_runner)
+    assert "RuntimeError: slices=2" in first.loc[0, "error"]
+    assert first.loc[1, "error"] is None
+    again = sweep("tiny", grid=grid, days=DAYS, out=out,
+                  runner=functools.partial(counting_runner, calls=str(calls)))
+    assert len(os.listdir(calls)) == 1
+    assert again["error"].isna().all()
+    assert pd.read_csv(out / "results.csv")["error"].isna().all()
