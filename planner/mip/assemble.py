@@ -1,0 +1,340 @@
+"""Turn decided runs into a :class:`~models.Plan`: node placement, gap filling, actions.
+
+The MIP (or the greedy fallback) decides *which* jobs run on which pool in which
+slices. This module places them on nodes, slice by slice (a job keeps its nodes for its
+whole run and, where it can, the nodes it had before), drops a job whose gang finds no
+hole (it is reported pending with ``no_gang_hole``), then fills what is left with
+waiting work, in fair-share order, so no GPU idles while eligible work waits.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from models import (
+    Action,
+    Assignment,
+    JobState,
+    NodeFree,
+    Pending,
+    Plan,
+    ProjectPlan,
+    Slice,
+    SolverInfo,
+)
+from planner.mip.epoch import Epoch, JobClass, SubPool, resumes
+from planner.placement import place_gang
+
+
+@dataclass(frozen=True)
+class Start:
+    """A queued job started in slice ``slice`` on sub-pool ``pool``."""
+
+    state: JobState
+    pool: int
+    slice: int
+    charged: bool
+
+
+@dataclass
+class Run:
+    """A placed run: slices ``first .. last-1`` on ``nodes``."""
+
+    state: JobState
+    pool: int
+    first: int
+    last: int
+    nodes: tuple[str, ...]
+    charged: bool
+    running: bool
+
+
+@dataclass
+class Board:
+    """Free GPUs per node per slice while runs are placed, and budget left per project."""
+
+    epoch: Epoch
+    free: dict[str, list[int]] = field(default_factory=dict)
+    size: dict[str, int] = field(default_factory=dict)
+    budget: dict[str, int] = field(default_factory=dict)
+    work: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, epoch: Epoch) -> Board:
+        board = cls(epoch)
+        for p in epoch.pools:
+            for n in p.nodes:
+                board.size[n] = p.gpus_per_node
+                board.free[n] = [
+                    0 if n in p.drained[k] else p.gpus_per_node for k in range(epoch.slices)
+                ]
+        board.budget = dict(epoch.headroom_q)
+        return board
+
+    def occupy(self, run: Run, pool: SubPool) -> None:
+        per_node = pool.gpus_per_node if pool.multi(run.state.job.gpus) else run.state.job.gpus
+        for n in run.nodes:
+            for k in range(run.first, run.last):
+                self.free[n][k] = max(self.free[n][k] - per_node, 0)
+        job = run.state.job
+        span = run.last - run.first
+        if run.charged:
+            self.budget[job.project] = self.budget.get(job.project, 0) - span * self.epoch.charge_q(
+                job.gpus, pool, job.urgent
+            )
+        self.work[job.project] = self.work.get(job.project, 0) + span * self.epoch.work_q(job.gpus, pool)
+
+    def place(
+        self, pool: SubPool, gpus: int, first: int, last: int, prefer: tuple[str, ...]
+    ) -> tuple[str, ...] | None:
+        """Nodes open and free enough in every slice of ``first .. last-1``."""
+        free: dict[str, int] = {}
+        for n in pool.nodes:
+            window = min(self.free[n][first:last])
+            if window > 0 and all(n not in pool.drained[k] for k in range(first, last)):
+                free[n] = window
+        return place_gang(free, self.size, gpus, prefer=prefer)
+
+    def pool_free(self, pool: SubPool, k: int) -> int:
+        return sum(self.free[n][k] for n in pool.nodes)
+
+
+def previous_nodes(previous: Plan | None) -> dict[str, tuple[str, ...]]:
+    """The nodes each job held in the last slice it appeared in ``previous``."""
+    out: dict[str, tuple[str, ...]] = {}
+    if previous is None:
+        return out
+    for s in previous.slices:
+        for a in s.assignments:
+            out[a.job] = a.nodes
+    return out
+
+
+def place_runs(
+    epoch: Epoch,
+    ends: dict[str, int],
+    starts: list[Start],
+    previous: Plan | None,
+    *,
+    fill: bool,
+) -> tuple[list[Run], set[str], Board]:
+    """Place running jobs (on their nodes) and starts; optionally fill the gaps.
+
+    Returns the runs, the ids of the starts whose gang found no hole, and the board.
+    """
+    board = Board.empty(epoch)
+    runs: list[Run] = []
+    for r in epoch.running:
+        end = ends.get(r.id, r.must)
+        if end <= 0:
+            continue
+        run = Run(r.state, r.pool, 0, end, r.state.nodes, r.state.charged, True)
+        board.occupy(run, epoch.pools[r.pool])
+        runs.append(run)
+    prev = previous_nodes(previous)
+    dropped: set[str] = set()
+    class_of = {st.job.id: c for c in epoch.classes for st in c.jobs}
+    length = {s.state.job.id: class_of[s.state.job.id].length(s.slice, epoch.slices) for s in starts}
+    # Earlier starts first; within a slice, multi-node gangs, then larger gangs, so the
+    # whole nodes the MIP counted on are still whole when the large gangs are placed.
+    order = sorted(
+        starts,
+        key=lambda s: (
+            s.slice,
+            not epoch.pools[s.pool].multi(s.state.job.gpus),
+            -s.state.job.gpus,
+            s.state.job.id,
+        ),
+    )
+    for s in order:
+        pool = epoch.pools[s.pool]
+        last = s.slice + length[s.state.job.id]
+        nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
+        if nodes is None:
+            dropped.add(s.state.job.id)
+            continue
+        run = Run(s.state, s.pool, s.slice, last, nodes, s.charged, False)
+        board.occupy(run, pool)
+        runs.append(run)
+    if fill:
+        placed = {r.state.job.id for r in runs}
+        runs.extend(fill_gaps(epoch, board, placed, prev))
+    return runs, dropped, board
+
+
+def fill_gaps(
+    epoch: Epoch, board: Board, placed: set[str], prev: dict[str, tuple[str, ...]]
+) -> list[Run]:
+    """Start waiting jobs on what is left, the project furthest below its share first.
+
+    A funded job is charged while its project has headroom, else it runs unallocated.
+    This is also the whole of the greedy fallback plan.
+    """
+    standing = epoch.snapshot.standing
+    queues: dict[str, list[tuple[JobClass, JobState]]] = {}
+    for c in epoch.classes:
+        for st in c.jobs:
+            if st.job.id not in placed:
+                queues.setdefault(c.project, []).append((c, st))
+    for q in queues.values():
+        # Urgent first, then priority, then the oldest.
+        q.sort(key=lambda cs: (not cs[0].urgent, -cs[0].priority, cs[1].job.submit, cs[1].job.id))
+        q.reverse()  # pop() from the end
+
+    def key(project: str) -> tuple[float, float, str]:
+        target = max(epoch.target_q.get(project, 0), 1)
+        ratio = standing[project].ratio if project in standing else 1.0
+        return (board.work.get(project, 0) / target, ratio, project)
+
+    heap = [(key(p), p) for p in queues]
+    heapq.heapify(heap)
+    out: list[Run] = []
+    while heap:
+        _, project = heapq.heappop(heap)
+        q = queues[project]
+        placed_one = False
+        while q and not placed_one:
+            cls, st = q.pop()
+            run = _try_start(epoch, board, cls, st, prev)
+            if run is not None:
+                out.append(run)
+                placed_one = True
+        if q:
+            heapq.heappush(heap, (key(project), project))
+    return out
+
+
+def _try_start(
+    epoch: Epoch, board: Board, cls: JobClass, st: JobState, prev: dict[str, tuple[str, ...]]
+) -> Run | None:
+    job = st.job
+    for first in range(epoch.slices):
+        for p in cls.pools:
+            pool = epoch.pools[p]
+            if board.pool_free(pool, first) < pool.taken(job.gpus):
+                continue
+            last = first + cls.length(first, epoch.slices)
+            charged = job.allocated and board.budget.get(job.project, 0) >= (last - first) * (
+                epoch.charge_q(job.gpus, pool, job.urgent)
+            )
+            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))
+            if nodes is None:
+                continue
+            run = Run(st, p, first, last, nodes, charged, False)
+            board.occupy(run, pool)
+            return run
+    return None
+
+
+def build_plan(
+    epoch: Epoch,
+    runs: list[Run],
+    pending: list[Pending],
+    solver: SolverInfo,
+) -> Plan:
+    """The :class:`Plan` of placed runs."""
+    snap = epoch.snapshot
+    slices: list[list[Assignment]] = [[] for _ in range(epoch.slices)]
+    actions: list[Action] = []
+    for run in sorted(runs, key=lambda r: (r.first, r.state.job.id)):
+        pool = epoch.pools[run.pool]
+        job = run.state.job
+        a = Assignment(
+            job=job.id,
+            project=job.project,
+            cluster=pool.cluster,
+            gpu_type=pool.gpu_type,
+            nodes=run.nodes,
+            gpus=job.gpus,
+            charged=run.charged,
+        )
+        for k in range(run.first, run.last):
+            slices[k].append(a)
+        if run.running:
+            actions.append(Action(job=job.id, action="continue", at=epoch.start))
+        else:
+            kind = "resume" if resumes(run.state) else "start"
+            actions.append(Action(job=job.id, action=kind, at=epoch.slice_start(run.first)))
+    ran_to = {r.state.job.id: r.last for r in runs if r.running}
+    for r in epoch.running:
+        end = ran_to.get(r.id, 0)
+        if end < r.finish:
+            actions.append(Action(job=r.id, action="preempt", at=epoch.slice_start(end)))
+    actions.sort(key=lambda a: (a.at, a.job))
+    plan_slices = tuple(
+        Slice(
+            start=epoch.slice_start(k),
+            end=epoch.slice_end(k),
+            assignments=tuple(sorted(slices[k], key=lambda a: a.job)),
+        )
+        for k in range(epoch.slices)
+    )
+    return Plan(
+        epoch_start=epoch.start,
+        epoch_end=epoch.end,
+        origin=snap.origin,
+        slices=plan_slices,
+        actions=tuple(actions),
+        pending=tuple(sorted(pending, key=lambda p: p.job)),
+        projects=_projects(epoch, runs),
+        solver=solver,
+        drained_nodes=_drained(epoch, runs),
+    )
+
+
+def run_hours(epoch: Epoch, run: Run) -> float:
+    """Wall-clock hours of the run inside the epoch (a job may finish mid-slice)."""
+    seconds = (run.last - run.first) * epoch.slice_len
+    rest = run.state.remaining
+    if rest is not None:
+        if not run.running and resumes(run.state):
+            rest += epoch.snapshot.policy.restart_overhead
+        seconds = min(seconds, rest)
+    return seconds / 3600.0
+
+
+def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
+    snap = epoch.snapshot
+    hours = snap.policy.epoch / 3600.0
+    planned: dict[str, float] = {}
+    charged: dict[str, float] = {}
+    for run in runs:
+        pool = epoch.pools[run.pool]
+        job = run.state.job
+        h = run_hours(epoch, run) * job.gpus * pool.rate
+        planned[job.project] = planned.get(job.project, 0.0) + h
+        if run.charged:
+            factor = epoch.urgent_charge if job.urgent else 1.0
+            charged[job.project] = charged.get(job.project, 0.0) + h * factor
+    projects = sorted(set(snap.standing) | set(planned))
+    return tuple(
+        ProjectPlan(
+            project=p,
+            owed_gpu_h=(snap.standing[p].owed_gpus * hours) if p in snap.standing else 0.0,
+            planned_gpu_h=planned.get(p, 0.0),
+            charged_gpu_h=charged.get(p, 0.0),
+        )
+        for p in projects
+    )
+
+
+def _drained(epoch: Epoch, runs: list[Run]) -> tuple[NodeFree, ...]:
+    """When each node drained during the epoch has no more work on it."""
+    busy_until: dict[str, float] = {}
+    for run in runs:
+        end = epoch.slice_start(run.last)
+        if run.last >= epoch.slices and run.state.remaining is not None:
+            # Still running at the epoch's end: it frees the node when it completes.
+            end = max(end, epoch.start + (run.state.remaining or 0.0))
+        for n in run.nodes:
+            busy_until[n] = max(busy_until.get(n, 0.0), end)
+    out: list[NodeFree] = []
+    for ns in epoch.snapshot.nodes:
+        if ns.drain_start is None or ns.drain_start >= epoch.end:
+            continue
+        if ns.drain_end is not None and ns.drain_end <= epoch.start:
+            continue
+        start = max(ns.drain_start, epoch.start)
+        out.append(NodeFree(node=ns.node.name, free_at=max(start, busy_until.get(ns.node.name, 0.0))))
+    return tuple(sorted(out, key=lambda f: f.node))

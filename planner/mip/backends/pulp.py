@@ -1,0 +1,120 @@
+"""PuLP backend: HiGHS when installed, else CBC."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from models import SolveStatus
+from planner.mip.backends.base import SolveResult
+from planner.mip.model import LinearModel
+
+
+class PulpBackend:
+    """Solve with PuLP's HiGHS or CBC interface.
+
+    Parameters
+    ----------
+    solver
+        ``"highs"``, ``"cbc"`` or ``"auto"`` (HiGHS when available, else CBC).
+    """
+
+    name = "pulp"
+
+    def __init__(self, solver: str = "auto") -> None:
+        self.solver = solver
+
+    def is_available(self) -> bool:
+        return importlib.util.find_spec("pulp") is not None
+
+    def _make_solver(self, time_limit: float, rel_gap: float) -> Any:
+        import pulp
+
+        want = self.solver
+        if want in ("auto", "highs") and importlib.util.find_spec("highspy") is not None:
+            return pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=rel_gap, threads=1)
+        return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(time_limit, 1.0), gapRel=rel_gap)
+
+    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        import pulp
+
+        t0 = time.perf_counter()
+        prob = pulp.LpProblem("epoch", pulp.LpMaximize)
+        xs = [
+            pulp.LpVariable(f"x{i}", lowBound=lo, upBound=hi, cat=pulp.LpInteger)
+            for i, (lo, hi) in enumerate(zip(model.lower, model.upper, strict=True))
+        ]
+        prob += (
+            pulp.lpSum(c * xs[v] for v, c in model.objective.items()) + model.objective_offset,
+            "objective",
+        )
+        for k, c in enumerate(model.constraints):
+            expr = pulp.lpSum(int(a) * xs[int(v)] for v, a in zip(c.vars, c.coefs, strict=True))
+            if c.sense == "<=":
+                prob += (expr <= c.rhs, f"c{k}")
+            elif c.sense == ">=":
+                prob += (expr >= c.rhs, f"c{k}")
+            else:
+                prob += (expr == c.rhs, f"c{k}")
+        remaining = max(time_limit - (time.perf_counter() - t0), 0.01)
+        try:
+            with _quiet():
+                prob.solve(self._make_solver(remaining, rel_gap))
+        except Exception as exc:  # solver binaries fail in many ways; report, never raise
+            return SolveResult(SolveStatus.ERROR, None, None, None, time.perf_counter() - t0, str(exc))
+        seconds = time.perf_counter() - t0
+        sol = prob.sol_status
+        if prob.status == pulp.LpStatusInfeasible or sol == pulp.LpSolutionInfeasible:
+            return SolveResult(SolveStatus.INFEASIBLE, None, None, None, seconds, "infeasible")
+        if sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+            return SolveResult(
+                SolveStatus.NO_SOLUTION, None, None, None, seconds, pulp.LpStatus[prob.status]
+            )
+        raw = [x.varValue for x in xs]
+        if any(v is None for v in raw):
+            return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no values")
+        values = np.array([round(float(v)) for v in raw], dtype=np.int64)
+        objective = float(model.value(values))
+        bound = _highs_bound(prob)
+        if bound is not None:
+            bound = max(bound, objective)
+        if sol == pulp.LpSolutionOptimal and (bound is None or bound <= objective + 1e-6):
+            return SolveResult(SolveStatus.OPTIMAL, values, objective, objective, seconds, "optimal")
+        return SolveResult(SolveStatus.FEASIBLE, values, objective, bound, seconds, "feasible")
+
+
+def _highs_bound(prob: Any) -> float | None:
+    """HiGHS's proven bound (PuLP keeps its model); CBC's is not exposed through PuLP."""
+    model = getattr(prob, "solverModel", None)
+    if model is None or not hasattr(model, "getInfo"):
+        return None
+    try:
+        value = float(model.getInfo().mip_dual_bound)
+    except Exception:  # an older highspy without the field
+        return None
+    return value if abs(value) < 1e300 else None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence the solver's own banner, which it writes straight to file descriptor 1."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (some embedders): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

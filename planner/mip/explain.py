@@ -1,0 +1,217 @@
+"""Why a queued job is not in the plan (pending reasons), and why one is.
+
+The reason names what kept the job out, checked in this order: its gang fits only
+drained nodes (maintenance); the MIP chose it but no node hole of its shape was left
+(no gang hole); free GPUs exist but not in its shape (no gang hole); the GPUs are held
+by jobs inside their contract (contracts); its project has no headroom, so it could
+only run unallocated (budget exhausted); the GPUs went to its own project's
+higher-priority work (priority); they went to projects further below their share
+(fair-share rank); otherwise every allowed pool is simply full (pool capacity).
+"""
+
+from __future__ import annotations
+
+from models import JobState, Pending, PendingReason, Plan, Snapshot
+from planner.mip.assemble import Board, Run
+from planner.mip.epoch import Epoch, SubPool
+from planner.mip.formulation import project_weight
+
+
+def pending_reasons(
+    epoch: Epoch, runs: list[Run], dropped: set[str], board: Board
+) -> list[Pending]:
+    """One :class:`Pending` per queued job of the epoch that has no run."""
+    placed = {r.state.job.id for r in runs}
+    out: list[Pending] = []
+    held = _contract_held(epoch)
+    holders = _holders(epoch, runs)
+    for st in epoch.unfit:
+        out.append(
+            Pending(
+                job=st.job.id,
+                reason=PendingReason.POOL_CAPACITY,
+                detail=f"a gang of {st.job.gpus} GPUs fits no allowed pool of this snapshot",
+            )
+        )
+    for c in epoch.classes:
+        pools = [epoch.pools[p] for p in c.pools]
+        for st in c.jobs:
+            if st.job.id in placed:
+                continue
+            if st.job.id in dropped:
+                where = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
+                out.append(
+                    Pending(
+                        job=st.job.id,
+                        reason=PendingReason.NO_GANG_HOLE,
+                        detail=f"chosen by the solver, but no hole of {st.job.gpus} GPUs "
+                        f"in the shape of its gang was left on {where}",
+                    )
+                )
+                continue
+            out.append(_reason(epoch, st, pools, board, held, holders))
+    return out
+
+
+def _contract_held(epoch: Epoch) -> dict[tuple[int, int], int]:
+    """GPUs per (pool, slice) held by running jobs inside their contract."""
+    held: dict[tuple[int, int], int] = {}
+    for r in epoch.running:
+        for k in range(min(r.must, r.may)):
+            held[(r.pool, k)] = held.get((r.pool, k), 0) + r.open_gpus[k]
+    return held
+
+
+def _holders(epoch: Epoch, runs: list[Run]) -> dict[tuple[int, int], list[Run]]:
+    out: dict[tuple[int, int], list[Run]] = {}
+    for run in runs:
+        for k in range(run.first, run.last):
+            out.setdefault((run.pool, k), []).append(run)
+    return out
+
+
+def _reason(
+    epoch: Epoch,
+    st: JobState,
+    pools: list[SubPool],
+    board: Board,
+    held: dict[tuple[int, int], int],
+    holders: dict[tuple[int, int], list[Run]],
+) -> Pending:
+    job = st.job
+    S = epoch.slices
+    names = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
+    open_fit = [
+        (p, k)
+        for p in pools
+        for k in range(S)
+        if p.capacity(k) >= p.taken(job.gpus)
+        and (not p.multi(job.gpus) or p.open_nodes(k) * p.gpus_per_node >= p.taken(job.gpus))
+    ]
+    if not open_fit:
+        drained = sum(len(p.drained[0]) for p in pools)
+        return Pending(
+            job=job.id,
+            reason=PendingReason.MAINTENANCE,
+            detail=f"needs {job.gpus} GPUs; with {drained} node(s) drained for maintenance "
+            f"no allowed pool ({names}) has that many open",
+        )
+    free_best = max(board.pool_free(p, k) for p, k in open_fit)
+    if any(board.pool_free(p, k) >= p.taken(job.gpus) for p, k in open_fit):
+        return Pending(
+            job=job.id,
+            reason=PendingReason.NO_GANG_HOLE,
+            detail=f"needs {job.gpus} GPUs; up to {free_best} are free on {names}, but not "
+            f"on nodes of its gang's shape for the slices it needs",
+        )
+    if all(p.capacity(k) - held.get((p.index, k), 0) < p.taken(job.gpus) for p, k in open_fit):
+        most = max(p.capacity(k) - held.get((p.index, k), 0) for p, k in open_fit)
+        return Pending(
+            job=job.id,
+            reason=PendingReason.CONTRACTS,
+            detail=f"needs {job.gpus} GPUs; at most {most} on {names} are not held by "
+            f"jobs inside their minimum runtime",
+        )
+    left = board.budget.get(job.project, 0)
+    if job.allocated and left < min(epoch.charge_q(job.gpus, p, job.urgent) for p in pools):
+        head = epoch.snapshot.standing.get(job.project)
+        gpu_h = head.headroom_gpu_h if head is not None else 0.0
+        return Pending(
+            job=job.id,
+            reason=PendingReason.BUDGET_EXHAUSTED,
+            detail=f"project {job.project} has used its headroom of {gpu_h:.1f} GPU-h this "
+            f"epoch; it could only run unallocated, and the GPUs went to funded work",
+        )
+    # Who holds the GPUs it could have had (first slice of its best pool)?
+    p, k = min(open_fit, key=lambda pk: (pk[1], -pk[0].capacity(pk[1])))
+    others = [r for r in holders.get((p.index, k), []) if r.state.job.project != job.project]
+    own = [
+        r
+        for r in holders.get((p.index, k), [])
+        if r.state.job.project == job.project
+        and (r.state.job.urgent, r.state.job.priority) >= (job.urgent, job.priority)
+    ]
+    standing = epoch.snapshot.standing
+    mine = project_weight(standing[job.project].ratio) if job.project in standing else 1.0
+    ahead = [
+        r
+        for r in others
+        if project_weight(standing[r.state.job.project].ratio if r.state.job.project in standing else 1.0)
+        >= mine
+    ]
+    if own and sum(r.state.job.gpus for r in own) >= sum(r.state.job.gpus for r in others):
+        return Pending(
+            job=job.id,
+            reason=PendingReason.PRIORITY,
+            detail=f"{p.cluster}/{p.gpu_type} went to {len(own)} job(s) of {job.project} "
+            f"with equal or higher priority",
+        )
+    if others:
+        projects = sorted({r.state.job.project for r in (ahead or others)})
+        shown = ", ".join(projects[:3]) + (" ..." if len(projects) > 3 else "")
+        return Pending(
+            job=job.id,
+            reason=PendingReason.FAIR_SHARE_RANK,
+            detail=f"{p.cluster}/{p.gpu_type} went to projects ranked ahead by fair share "
+            f"({shown})",
+        )
+    return Pending(
+        job=job.id,
+        reason=PendingReason.POOL_CAPACITY,
+        detail=f"needs {job.gpus} GPUs; every allowed pool ({names}) is full in every slice",
+    )
+
+
+def explain_job(plan: Plan, snapshot: Snapshot, job_id: str) -> str:
+    """A few lines saying why ``job_id`` is or is not in ``plan``.
+
+    Raises ``KeyError`` when the snapshot has no such job.
+    """
+    states = {s.job.id: s for s in snapshot.jobs}
+    if job_id not in states:
+        raise KeyError(job_id)
+    st = states[job_id]
+    job = st.job
+    lines = [
+        f"job {job.id}: project {job.project}, {job.gpus} GPUs, "
+        f"min runtime {job.min_runtime / 60:g} min, "
+        f"{'resumable' if job.resumable else 'not resumable'}"
+        + (", urgent" if job.urgent else "")
+        + (f", priority {job.priority}" if job.priority else "")
+        + f"; {st.status}"
+    ]
+    standing = snapshot.standing.get(job.project)
+    if standing is not None:
+        lines.append(
+            f"project {job.project}: owed {standing.owed_gpus:.1f} H100-eq GPUs, "
+            f"ratio {standing.ratio:.2f} over the lookback, "
+            f"headroom {standing.headroom_gpu_h:.1f} GPU-h"
+        )
+    slices = [
+        (s, a) for s in plan.slices for a in s.assignments if a.job == job_id
+    ]
+    if slices:
+        first, a = slices[0]
+        last = slices[-1][0]
+        lines.append(
+            f"placed: {a.cluster}/{a.gpu_type} on {', '.join(a.nodes)} from "
+            f"{_clock(plan, first.start)} to {_clock(plan, last.end)} "
+            f"({len(slices)} of {len(plan.slices)} slices), "
+            + ("charged to its budget" if a.charged else "unallocated (not charged)")
+        )
+    for action in plan.actions:
+        if action.job == job_id:
+            lines.append(f"action: {action.action} at {_clock(plan, action.at)}")
+    for p in plan.pending:
+        if p.job == job_id:
+            lines.append(f"pending: {p.reason.value}: {p.detail}")
+    if not slices and not any(p.job == job_id for p in plan.pending):
+        lines.append("not in this epoch's plan")
+    if plan.solver.fallback:
+        lines.append(f"note: greedy fallback plan ({plan.solver.message or plan.solver.status})")
+    return "\n".join(lines)
+
+
+def _clock(plan: Plan, t: float) -> str:
+    h, rest = divmod(int(round(t)), 3600)
+    return f"{h}h{rest // 60:02d}m"

@@ -1,0 +1,107 @@
+"""A backend-neutral integer linear model: variables, linear constraints, an objective.
+
+Every coefficient and bound is an integer. The formulation scales its quantities (GPU
+work in tenths of an H100-equivalent GPU-slice, utilities in thousandths) so that
+CP-SAT, which only takes integers, and the MIP solvers behind PuLP solve *the same*
+model and reach the same optimal objective.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Sense = Literal["<=", ">=", "=="]
+
+
+@dataclass
+class Constraint:
+    """``sum(coefs * x[vars]) <sense> rhs``."""
+
+    vars: npt.NDArray[np.int64]
+    coefs: npt.NDArray[np.int64]
+    sense: Sense
+    rhs: int
+    name: str = ""
+
+
+@dataclass
+class LinearModel:
+    """An integer program to maximize, free of any solver object.
+
+    Variables are referred to by their index. ``hint`` holds an optional warm start.
+    """
+
+    names: list[str] = field(default_factory=list)
+    lower: list[int] = field(default_factory=list)
+    upper: list[int] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+    objective: dict[int, int] = field(default_factory=dict)
+    objective_offset: int = 0
+    hint: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.names)
+
+    def add_var(self, name: str, lower: int, upper: int) -> int:
+        """Add an integer variable in ``[lower, upper]``; returns its index."""
+        if lower > upper:
+            raise ValueError(f"variable {name}: lower bound {lower} above upper bound {upper}")
+        self.names.append(name)
+        self.lower.append(int(lower))
+        self.upper.append(int(upper))
+        return len(self.names) - 1
+
+    def add_constraint(
+        self, terms: Iterable[tuple[int, int]], sense: Sense, rhs: int, name: str = ""
+    ) -> None:
+        """Add ``sum(coef * x[var] for var, coef in terms) <sense> rhs``.
+
+        Repeated variables are summed; zero coefficients are dropped.
+        """
+        merged: dict[int, int] = {}
+        for var, coef in terms:
+            merged[var] = merged.get(var, 0) + int(coef)
+        items = [(v, c) for v, c in merged.items() if c != 0]
+        self.constraints.append(
+            Constraint(
+                vars=np.fromiter((v for v, _ in items), dtype=np.int64, count=len(items)),
+                coefs=np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)),
+                sense=sense,
+                rhs=int(rhs),
+                name=name,
+            )
+        )
+
+    def add_objective(self, var: int, coef: int) -> None:
+        """Add ``coef * x[var]`` to the objective (maximized)."""
+        if coef:
+            self.objective[var] = self.objective.get(var, 0) + int(coef)
+
+    def value(self, values: npt.NDArray[np.int64]) -> int:
+        """The objective at ``values``."""
+        return self.objective_offset + sum(c * int(values[v]) for v, c in self.objective.items())
+
+    def violations(self, values: npt.NDArray[np.int64]) -> list[str]:
+        """Names of the bounds and constraints ``values`` breaks (empty when feasible)."""
+        out: list[str] = []
+        for i, v in enumerate(values):
+            if not self.lower[i] <= int(v) <= self.upper[i]:
+                out.append(f"bound of {self.names[i]}")
+        for c in self.constraints:
+            lhs = int(np.dot(c.coefs, values[c.vars])) if len(c.vars) else 0
+            ok = (
+                lhs <= c.rhs
+                if c.sense == "<="
+                else lhs >= c.rhs
+                if c.sense == ">="
+                else lhs == c.rhs
+            )
+            if not ok:
+                out.append(c.name or "constraint")
+        return out
