@@ -28,7 +28,9 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from planner.cli.errors import UsageError
 
@@ -108,6 +110,7 @@ class Ledger:
         self.path = str(path)
         self._in_memory = self.path == ":memory:"
         self._lock = threading.Lock()
+        self._mirror: _Mirror | None = None
         try:
             # Autocommit mode: transactions are explicit, so each record() is one commit.
             # The app may touch the ledger from Streamlit's worker threads; the lock
@@ -132,6 +135,7 @@ class Ledger:
         ledger._in_memory = True
         ledger._lock = threading.Lock()
         ledger._conn = conn
+        ledger._mirror = None
         return ledger
 
     def _configure(self) -> None:
@@ -216,17 +220,27 @@ class Ledger:
         """
         if end <= start:
             return {}
-        sql = (
-            "SELECT project, SUM(allocated_gpu_h * f), SUM(charged_gpu_h * f), "
-            "SUM(unallocated_gpu_h * f), SUM(owed_gpu_h * f) FROM ("
-            "  SELECT project, allocated_gpu_h, charged_gpu_h, unallocated_gpu_h, owed_gpu_h,"
-            "  (MIN(t_end, :e) - MAX(t_start, :s)) / (t_end - t_start) AS f"
-            "  FROM usage WHERE t_end > :s AND t_start < :e"
-            ") GROUP BY project"
-        )
         with self._lock:
-            rows = self._conn.execute(sql, {"s": float(start), "e": float(end)}).fetchall()
-        return {r[0]: Totals(r[1], r[2], r[3], r[4]) for r in rows}
+            mirror = self._sync()
+        return mirror.window_totals(float(start), float(end))
+
+    def _sync(self) -> _Mirror:
+        """Bring the in-process mirror up to date with the database (new rows only).
+
+        Summing a week of hourly records for 150 projects in SQL took ~25 ms; the
+        simulator asks every simulated hour. Records are append-only with increasing
+        ids, so fetching the rows past the last id seen keeps a numpy mirror exact, also
+        when another process appends to the same file.
+        """
+        mirror = self._mirror
+        if mirror is None:
+            mirror = self._mirror = _Mirror()
+        rows = self._conn.execute(
+            f"SELECT id, {_COLUMNS} FROM usage WHERE id > ? ORDER BY id", (mirror.last_id,)
+        ).fetchall()
+        if rows:
+            mirror.extend(rows)
+        return mirror
 
     def records(
         self, project: str | None = None, start: float | None = None, end: float | None = None
@@ -290,6 +304,48 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
+
+
+class _Mirror:
+    """The ledger's records as numpy arrays, for fast window sums."""
+
+    def __init__(self) -> None:
+        self.last_id = 0
+        self.codes: dict[str, int] = {}
+        self.names: list[str] = []
+        self.project = np.zeros(0, dtype=np.intp)
+        self.start = np.zeros(0)
+        self.end = np.zeros(0)
+        self.values = np.zeros((0, 4))
+
+    def extend(self, rows: list[tuple[Any, ...]]) -> None:
+        codes = self.codes
+        for row in rows:
+            if row[1] not in codes:
+                codes[row[1]] = len(self.names)
+                self.names.append(row[1])
+        self.last_id = int(rows[-1][0])
+        self.project = np.concatenate([self.project, np.array([codes[r[1]] for r in rows], dtype=np.intp)])
+        self.start = np.concatenate([self.start, np.array([r[2] for r in rows], dtype=float)])
+        self.end = np.concatenate([self.end, np.array([r[3] for r in rows], dtype=float)])
+        self.values = np.concatenate([self.values, np.array([r[4:8] for r in rows], dtype=float)])
+
+    def window_totals(self, start: float, end: float) -> dict[str, Totals]:
+        inside = (self.end > start) & (self.start < end)
+        if not inside.any():
+            return {}
+        s, e = self.start[inside], self.end[inside]
+        fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
+        weighted = self.values[inside] * fraction[:, None]
+        project = self.project[inside]
+        n = len(self.names)
+        sums = [np.bincount(project, weights=weighted[:, k], minlength=n) for k in range(4)]
+        present = np.bincount(project, minlength=n) > 0
+        return {
+            self.names[i]: Totals(float(sums[0][i]), float(sums[1][i]), float(sums[2][i]), float(sums[3][i]))
+            for i in range(n)
+            if present[i]
+        }
 
 
 def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:

@@ -6,6 +6,7 @@ import argparse
 
 from models import Scenario, effective_shares, walk
 from planner.cli.table import format_table
+from planner.fairshare import owed_at
 from scenarios import load_scenario
 
 
@@ -57,17 +58,18 @@ def org_table(s: Scenario) -> str:
     for path, unit in walk(s.org):
         depth = path.count("/")
         label = "  " * depth + unit.name + ("" if unit.is_project else "/")
-        owed_cell: object = f"{owed[path] / capacity:.1%}" if path in owed and capacity else ""
+        # A unit is owed what its projects are owed (water-filling keeps excess inside
+        # the unit before passing it up).
+        unit_owed = sum(v for p, v in owed.items() if p == path or p.startswith(path + "/"))
+        owed_cell: object = (
+            f"{unit_owed:,.1f} ({unit_owed / capacity:.1%})" if owed and capacity else ""
+        )
         rows.append([label, unit.share, f"{shares[path]:.1%}", f"{shares[path] * capacity:,.1f}", owed_cell])
-    return format_table(["org unit", "share", "effective", "H100-eq", "owed at start"], rows)
+    return format_table(["org unit", "share", "effective", "H100-eq", "owed at start (H100-eq)"], rows)
 
 
 def owed_at_start(s: Scenario) -> dict[str, float]:
     """Each project's owed H100-equivalents at the start (water-filled over demand then)."""
-    try:
-        from planner.fairshare import owed_at
-    except ImportError:  # pragma: no cover - fair share not built yet
-        return {}
     return owed_at(s, 0.0)
 
 
