@@ -118,8 +118,9 @@ def delivered_vs_owed(projects: pd.DataFrame, variants: Sequence[str]) -> go.Fig
 def wait_cdf(jobs: pd.DataFrame, variants: Sequence[str], job_class: str) -> go.Figure:
     """Share of jobs started within a given wait, per result set, for one job class.
 
-    ``jobs`` has columns ``variant``, ``class`` and ``wait_s`` (NaN for jobs that never
-    started within the simulated period; they count as not started at any wait).
+    ``jobs`` has columns ``variant``, ``class``, ``wait_s`` and ``started``; jobs not
+    started by the end of the simulated period count in the total but never on the
+    curve, so its top shows the share of jobs that started at all.
     """
     fig = go.Figure()
     for i, variant in enumerate(variants):
@@ -127,7 +128,7 @@ def wait_cdf(jobs: pd.DataFrame, variants: Sequence[str], job_class: str) -> go.
         if job_class != "all":
             rows = rows[rows["class"] == job_class]
         total = len(rows)
-        waits = sorted(float(w) / 60.0 for w in rows["wait_s"].dropna())
+        waits = sorted(float(w) / 60.0 for w in rows.loc[rows["started"], "wait_s"])
         if not total:
             continue
         xs = [0.0, *waits]

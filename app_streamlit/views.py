@@ -253,15 +253,19 @@ def whatif_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) ->
     s = loaded.scenario
     if not edits:
         st.info("You have not edited any share yet (tab 1), so both runs will be the same.")
+    policies = whatif.available_policies()
+    if not policies:
+        st.warning("No scheduler policy of the simulator is installed.")
+        return
     left, right = st.columns(2)
     policy = left.selectbox(
         "Scheduler",
-        whatif.POLICIES,
+        policies,
         format_func=lambda p: whatif.POLICY_WORDS[p],
         key="policy",
         help="The scheduler both budget sets are simulated under.",
     )
-    others = [p for p in whatif.POLICIES if p != policy]
+    others = [p for p in policies if p != policy]
     baselines = right.multiselect(
         "Also show the edited budgets under",
         others,
