@@ -68,7 +68,6 @@ def estimate_load(scenario: Scenario, window: float | None = None) -> LoadFigure
     """
     jobs = sorted(scenario.jobs, key=lambda j: (j.submit, j.id))
     pools = scenario.pool_gpus()
-    names = [str(p) for p in pools]
     free = {str(p): n for p, n in pools.items()}
     capacity = sum(pools.values())
     allowed: list[tuple[str, ...]] = []
@@ -132,12 +131,11 @@ def estimate_load(scenario: Scenario, window: float | None = None) -> LoadFigure
             free[best] -= gpus
             running_gpus += gpus
             heapq.heappush(running, (now + float(jobs[k].duration or 0.0), k, best))
+        if queue and not kept:
+            empty_at = now  # the last time the queue empties is when it drained
         queue = kept
-        if not queue:
-            empty_at = now
     if backlog_end < 0:
         backlog_end = 0.0
-    del names
     offered = sum(j.gpus * (j.duration or 0.0) for j in jobs) / (capacity * window)
     return LoadFigures(
         jobs=len(jobs),

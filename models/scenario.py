@@ -37,7 +37,8 @@ class PhillySpec(Frozen):
     """Import of a Philly trace (``scenarios.philly``).
 
     ``project_map`` maps a Philly virtual cluster id to a project path; unmapped ids
-    follow the importer's documented default rule.
+    follow the importer's documented default rule. ``unallocated_share`` is the fraction
+    of the non-debug rows imported as unallocated work (minimum runtime 0).
     """
 
     path: str
@@ -45,6 +46,7 @@ class PhillySpec(Frozen):
     cluster: str | None = None
     project_map: dict[str, str] = Field(default_factory=dict)
     days: float | None = Field(default=None, gt=0)
+    unallocated_share: float = Field(default=0.18, ge=0, le=1)
 
 
 class Workloads(Frozen):
@@ -189,6 +191,15 @@ def _check_scenario(s: Scenario) -> None:
                 raise ValueError(
                     f"{where}.nodes: {m.nodes} nodes asked, cluster {m.cluster!r} has {len(pool_nodes)}"
                 )
+    philly = s.workloads.philly
+    if philly is not None:
+        if philly.gpu_type not in s.gpu_types:
+            raise ValueError(f"workloads.philly.gpu_type: unknown GPU type {philly.gpu_type!r}")
+        if philly.cluster is not None and philly.cluster not in by_name:
+            raise ValueError(f"workloads.philly.cluster: unknown cluster {philly.cluster!r}")
+        for vc, path in philly.project_map.items():
+            if path not in projects:
+                raise ValueError(f"workloads.philly.project_map.{vc}: unknown project {path!r}")
     for i, rev in enumerate(s.budget_revisions):
         for path in rev.shares:
             if path not in units:
