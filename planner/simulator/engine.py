@@ -111,6 +111,7 @@ class Engine:
         self.demand_h100: dict[str, float] = {p: 0.0 for p in self.projects}
         self.drain_windows: list[dict[str, Any]] = []
         self.progress = progress
+        self.touched: set[str] = set()  # nodes whose jobs changed (for VictimIndex)
         self.preemptible_gpus = 0  # running GPUs whose contract has passed (cheap pass gate)
         self.charge_hooks: list[Callable[[float], None]] = []
         from planner.ledger import Ledger
@@ -214,7 +215,8 @@ class Engine:
         owed = water_fill(org_at(self.scenario, start), demand, self.cluster.available_h100)
         rows = []
         for p in self.projects:
-            a, c, u = accrued[p]
+            # Rates are sums of + and - float terms: clamp rounding noise below zero.
+            a, c, u = (max(v, 0.0) for v in accrued[p])
             o = owed.get(p, 0.0) * hours
             if a or u or o:
                 rows.append(Usage(p, start, end, allocated_gpu_h=a, charged_gpu_h=c,
@@ -245,6 +247,7 @@ class Engine:
         if len(nodes) != nodes_needed(run.job.gpus, size):
             raise RuntimeError(f"job {run.job.id}: {len(nodes)} nodes for a gang of {run.job.gpus}")
         self.cluster.take(nodes, per_node, run.index)
+        self.touched.update(nodes)
         counted = run.job.gpus / len(nodes)
         for n in nodes:
             self._node_busy[n] += counted
@@ -278,6 +281,7 @@ class Engine:
     def _stop(self, run: JobRun) -> None:
         assert run.status == "running"
         self.cluster.give(run.nodes, run.per_node, run.index)
+        self.touched.update(run.nodes)
         counted = run.job.gpus / len(run.nodes)
         for n in run.nodes:
             self._node_busy[n] -= counted
@@ -305,12 +309,10 @@ class Engine:
         if run.job.resumable:
             overhead = self.scenario.policy.restart_overhead
             lost = min(done, overhead)
-            run.progress = done
-            run.debt = overhead if done > 0 else 0.0
+            run.progress = done - lost
         else:
             lost = done
             run.progress = 0.0
-            run.debt = 0.0
         run.lost_h100_s += lost * run.job.gpus * run.rate
         run.status = "queued"
         run.pool = None
@@ -322,7 +324,6 @@ class Engine:
         self.record("finish", run)
         self._stop(run)
         run.progress = run.job.duration or 0.0
-        run.debt = 0.0
         run.status = "done"
         run.end = self.now
         self.demand_h100[run.job.project] -= run.h100_demand
@@ -375,6 +376,7 @@ class Engine:
                     run = self.runs[payload[0]]
                     if run.status == "running" and run.token == payload[1]:
                         self.preemptible_gpus += run.job.gpus
+                        self.touched.update(run.nodes)
                         self.policy.on_contract_end(run, t)
                         dirty = True
                 elif kind == DRAIN_START:

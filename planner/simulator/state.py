@@ -37,9 +37,7 @@ class JobRun:
     """One job's life in the simulation.
 
     ``progress`` is seconds of useful work kept so far (excluding the current run);
-    ``run_start`` is when the current run began (the contract counts from there);
-    ``debt`` is the restart overhead the current run must work off before it makes
-    progress again.
+    ``run_start`` is when the current run began (the contract counts from there).
     """
 
     job: Job
@@ -47,7 +45,6 @@ class JobRun:
     cls: str
     status: str = "future"  # future -> queued -> running -> (queued ...) -> done
     progress: float = 0.0
-    debt: float = 0.0
     run_start: float = math.nan
     pool: Pool | None = None
     nodes: tuple[str, ...] = ()
@@ -68,7 +65,7 @@ class JobRun:
     def remaining(self) -> float:
         """Wall seconds the job needs if (re)started now."""
         assert self.job.duration is not None
-        return self.job.duration - self.progress + self.debt
+        return self.job.duration - self.progress
 
     @property
     def contract_end(self) -> float:
@@ -78,7 +75,7 @@ class JobRun:
         """Useful work (seconds) done by ``now``, counting the current run."""
         if self.status != "running":
             return self.progress
-        return self.progress + max(now - self.run_start - self.debt, 0.0)
+        return self.progress + (now - self.run_start)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ pass costs O(groups x shapes + jobs started), not O(queue).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -78,67 +79,97 @@ class ShapeQueues:
                 heapq.heappop(heap)
 
 
-def find_victims(
-    engine: Engine,
-    run: JobRun,
-    eligible: Callable[[JobRun], bool],
-    cost: Callable[[JobRun], float],
-) -> tuple[Pool, list[JobRun]] | None:
-    """The cheapest set of running jobs whose preemption opens a hole for ``run``.
+class VictimIndex:
+    """Which running jobs a requester may preempt, cached per node.
 
-    Only non-drained nodes of allowed pools count. A gang that fits one node needs one
-    node whose free GPUs plus its eligible victims' GPUs reach its size; a multi-node
-    gang needs whole nodes whose every job is eligible. ``cost`` ranks victims (lower is
-    preempted first); the set with the least total cost wins.
+    ``level(v)`` says how protected a running job is: a requester with threshold ``r``
+    may preempt ``v`` when ``level(v) > r`` (``-inf``: never). ``cost(v)`` ranks victims
+    (lower goes first). Per-node summaries are recomputed only for nodes the engine
+    touched since the last query (``engine.touched``), or all after :meth:`invalidate`
+    (the policy's ranking changed).
     """
-    cl = engine.cluster
-    job = run.job
-    best: tuple[float, Pool, list[JobRun]] | None = None
-    for pool, ps in cl.pools.items():
-        if not job.allows(pool.cluster, pool.gpu_type):
-            continue
-        for name, size in ps.size.items():
-            if name in cl.drained:
+
+    def __init__(
+        self,
+        engine: Engine,
+        level: Callable[[JobRun], float],
+        cost: Callable[[JobRun], float],
+    ) -> None:
+        self.engine = engine
+        self.level = level
+        self.cost = cost
+        # node -> (clear level: min level of its jobs, entries sorted by cost)
+        self.nodes: dict[str, tuple[float, float, list[tuple[float, float, int, int]]]] = {}
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        self.nodes.clear()
+        self.engine.touched.update(self.engine.cluster.nodes)
+
+    def _refresh(self) -> None:
+        e = self.engine
+        if not e.touched:
+            return
+        runs = e.runs
+        for name in e.touched:
+            entries = []
+            for i in e.cluster.jobs_on[name]:
+                v = runs[i]
+                entries.append((self.cost(v), self.level(v), v.per_node, i))
+            entries.sort()
+            clear = min((x[1] for x in entries), default=math.inf)
+            total = sum(x[0] for x in entries)
+            self.nodes[name] = (clear, total, entries)
+        e.touched.clear()
+
+    def find(self, run: JobRun, threshold: float) -> tuple[Pool, list[JobRun]] | None:
+        """The cheapest set of running jobs whose preemption opens a hole for ``run``.
+
+        Only non-drained nodes of allowed pools count. A gang that fits one node needs a
+        node whose free GPUs plus its eligible victims' GPUs reach its size; a multi-node
+        gang needs whole nodes whose every job is eligible.
+        """
+        self._refresh()
+        e = self.engine
+        cl = e.cluster
+        job = run.job
+        best: tuple[float, Pool, list[int]] | None = None
+        for pool, ps in cl.pools.items():
+            if not job.allows(pool.cluster, pool.gpu_type):
                 continue
-            if job.gpus <= size:
-                free = cl.free[name]
-                if free >= job.gpus:
-                    continue  # place_gang would have used it; nothing to preempt here
-                cands = [engine.runs[i] for i in cl.jobs_on[name]]
-                cands = [v for v in cands if eligible(v)]
-                if free + sum(v.per_node for v in cands) < job.gpus:
-                    continue
-                cands.sort(key=lambda v: (cost(v), v.index))
-                chosen: list[JobRun] = []
-                got = free
-                total = 0.0
-                for v in cands:
-                    chosen.append(v)
-                    got += v.per_node
-                    total += cost(v)
+            max_size = cl.max_size[pool]
+            if job.gpus <= max_size:
+                for name, size in ps.size.items():
+                    if name in cl.drained or size < job.gpus:
+                        continue
+                    got = cl.free[name]
                     if got >= job.gpus:
-                        break
-                if best is None or total < best[0]:
-                    best = (total, pool, chosen)
-        if job.gpus > max(ps.size.values()):
-            need = nodes_needed(job.gpus, max(ps.size.values()))
-            options: list[tuple[float, str, list[JobRun]]] = []
-            for name, size in ps.size.items():
-                if name in cl.drained or size != max(ps.size.values()):
-                    continue
-                victims = [engine.runs[i] for i in cl.jobs_on[name]]
-                if all(eligible(v) for v in victims):
-                    options.append((sum(cost(v) for v in victims), name, victims))
-            if len(options) >= need:
-                options.sort(key=lambda o: (o[0], o[1]))
-                chosen_set: dict[int, JobRun] = {}
-                total = 0.0
-                for c, _, victims in options[:need]:
-                    total += c
-                    for v in victims:
-                        chosen_set[v.index] = v
-                if best is None or total < best[0]:
-                    best = (total, pool, list(chosen_set.values()))
-    if best is None:
-        return None
-    return best[1], best[2]
+                        continue  # a free hole: placement, not preemption
+                    chosen: list[int] = []
+                    total = 0.0
+                    for c, lv, per_node, i in self.nodes[name][2]:
+                        if lv > threshold:
+                            chosen.append(i)
+                            got += per_node
+                            total += c
+                            if got >= job.gpus:
+                                break
+                    if got >= job.gpus and (best is None or total < best[0]):
+                        best = (total, pool, chosen)
+            else:
+                need = nodes_needed(job.gpus, max_size)
+                options = [
+                    (self.nodes[name][1], name)
+                    for name, size in ps.size.items()
+                    if size == max_size and name not in cl.drained
+                    and self.nodes[name][0] > threshold
+                ]
+                if len(options) >= need:
+                    picked = heapq.nsmallest(need, options)
+                    total = sum(o[0] for o in picked)
+                    if best is None or total < best[0]:
+                        ids = sorted({x[3] for _, n in picked for x in self.nodes[n][2]})
+                        best = (total, pool, ids)
+        if best is None:
+            return None
+        return best[1], [e.runs[i] for i in best[2]]

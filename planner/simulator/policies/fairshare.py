@@ -22,10 +22,11 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from planner.simulator.engine import Engine, try_place
-from planner.simulator.policies.base import Shape, ShapeQueues, find_victims
+from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
 from planner.simulator.state import JobRun
 
 
@@ -49,6 +50,7 @@ class FairSharePolicy:
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
         engine.charge_hooks.append(self._refresh)
+        self.victims = VictimIndex(engine, self._level, self._cost)
 
     def _refresh(self, now: float) -> None:
         """Re-rank projects from the ledger (called at each charge point)."""
@@ -60,6 +62,7 @@ class FairSharePolicy:
                        now, e.scenario.policy)
         self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
         self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+        self.victims.invalidate()
 
     def enqueue(self, run: JobRun) -> None:
         self.queue.push((run.job.project, run.job.allocated), run)
@@ -83,18 +86,13 @@ class FairSharePolicy:
 
     # -- scheduling --------------------------------------------------------------------
 
-    def _eligible(self, requester: JobRun) -> Any:
-        e = self.engine
-        r = self.ratio[requester.job.project]
-
-        def ok(v: JobRun) -> bool:
-            if not e.past_contract(v):
-                return False
-            if not v.charged:
-                return True
-            return v.job.resumable and self.ratio[v.job.project] > r
-
-        return ok
+    def _level(self, v: JobRun) -> float:
+        """Victim level: a funded requester of ratio r may preempt v when level > r."""
+        if not self.engine.past_contract(v):
+            return -math.inf
+        if not v.charged:
+            return math.inf
+        return self.ratio[v.job.project] if v.job.resumable else -math.inf
 
     def _cost(self, v: JobRun) -> float:
         # Unallocated first, then lower standing (higher ratio), then least work lost.
@@ -106,7 +104,7 @@ class FairSharePolicy:
         e = self.engine
         placed = try_place(e, run)
         if placed is None and allow_preempt and run.job.allocated and e.preemptible_gpus > 0:
-            found = find_victims(e, run, self._eligible(run), self._cost)
+            found = self.victims.find(run, self.ratio[run.job.project])
             if found is not None:
                 for v in found[1]:
                     e.preempt(v, f"fair share: {run.job.id} ({run.job.project})")

@@ -19,13 +19,14 @@ Rules (``docs/metrics.md`` describes them for readers of the results):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from models import effective_shares
 from planner.simulator.engine import Engine
-from planner.simulator.policies.base import Shape, ShapeQueues, find_victims
+from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
 from planner.simulator.state import JobRun
 
 LEVEL_WEIGHTS = (0.05, 0.10, 0.15, 0.70)
@@ -52,6 +53,12 @@ class LegacyPolicy:
         levels = rng.choice(len(LEVEL_WEIGHTS), size=len(engine.runs), p=LEVEL_WEIGHTS)
         for run, level in zip(engine.runs, levels, strict=True):
             run.level = int(level)
+        self.victims = VictimIndex(
+            engine,
+            level=lambda v: -math.inf if v.protected else -float(v.level),
+            # Lowest level first, then the least GPU time lost.
+            cost=lambda v: v.level * 1e12 + v.job.gpus * (engine.now - v.run_start),
+        )
         total = sum(n.size for n in engine.cluster.nodes.values())
         shares = effective_shares(engine.scenario.org)
         for p in engine.scenario.projects:
@@ -128,12 +135,8 @@ class LegacyPolicy:
                 if not self._would_protect(run):
                     dead_p.add(shape)
                     continue
-                level = run.level
-                found = find_victims(
-                    e, run,
-                    eligible=lambda v, lv=level: not v.protected and v.level <= lv,
-                    cost=lambda v: v.level * 1e12 + v.job.gpus * (e.now - v.run_start),
-                )
+                # Eligible: preemptible jobs of the requester's level or lower.
+                found = self.victims.find(run, -run.level - 0.5)
                 placed = None
                 if found is not None:
                     for v in found[1]:
