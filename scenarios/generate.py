@@ -199,8 +199,8 @@ def _draw_until(
     """Jobs of ``cls`` until their GPU-time reaches ``target``.
 
     Returns each job's gang size, duration, sweep (group) number and rank inside its
-    sweep. Drawn in vectorised batches of sweeps; the cut is where the running total
-    first reaches the target, so the class overshoots by less than one job.
+    sweep. Drawn in vectorised batches of sweeps; the cut is at the job whose running
+    total is nearest the target, so a class misses it by at most half a job.
     """
     values, weights = sizes
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -216,7 +216,11 @@ def _draw_until(
         d = np.round(np.clip(d, cls.duration_min, cls.duration_max))
         work = np.cumsum(g * d) + total
         stop = int(np.searchsorted(work, target))  # first index whose total >= target
-        cut = slice(0, min(stop + 1, len(group)))
+        if stop < len(group):
+            before = float(work[stop - 1]) if stop > 0 else total
+            if target - before >= float(work[stop]) - target:
+                stop += 1  # including the job that crosses the target lands nearer
+        cut = slice(0, min(stop, len(group)))
         parts.append((g[cut], d[cut], group[cut] + groups_so_far, rank[cut]))
         total = float(work[-1])
         groups_so_far += batch
