@@ -1,0 +1,198 @@
+"""The SQLite usage ledger: records, window sums, append-only, schema, copies, durability."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from planner.ledger import SCHEMA_VERSION, Ledger, LedgerError, Totals, Usage
+
+HOUR = 3600.0
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["memory", "file"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
+    """The in-memory and the file ledger: every behaviour below is checked on both."""
+    path = ":memory:" if request.param == "memory" else tmp_path / "ledger.db"
+    with Ledger(path) as led:
+        yield led
+
+
+def test_records_read_back_in_order(ledger: Ledger) -> None:
+    """Recorded rows come back in insertion order; charged defaults to allocated."""
+    rows = [
+        Usage("a", 0.0, HOUR, allocated_gpu_h=8.0, owed_gpu_h=10.0),
+        Usage("b", 0.0, HOUR, allocated_gpu_h=4.0, charged_gpu_h=8.0, unallocated_gpu_h=2.0),
+    ]
+    assert ledger.record(rows) == 2
+    back = ledger.records()
+    assert back[0] == Usage("a", 0.0, HOUR, 8.0, 8.0, 0.0, 10.0)
+    assert back[1] == Usage("b", 0.0, HOUR, 4.0, 8.0, 2.0, 0.0)
+    assert ledger.records(project="b") == [back[1]]
+    assert len(ledger) == 2 and ledger.span() == (0.0, HOUR)
+
+
+def test_window_totals_sum_per_project_pro_rata(ledger: Ledger) -> None:
+    """Window sums add whole records and the overlapping part of straddling ones."""
+    ledger.record([Usage("a", h * HOUR, (h + 1) * HOUR, 1.0, 2.0, 3.0, 4.0) for h in range(10)])
+    ledger.record([Usage("b", 0.0, 10 * HOUR, owed_gpu_h=10.0)])
+    totals = ledger.window_totals(2.5 * HOUR, 5 * HOUR)  # 2.5 hours of each
+    assert totals["a"] == pytest.approx(Totals(2.5, 5.0, 7.5, 10.0))
+    assert totals["b"] == pytest.approx(Totals(0.0, 0.0, 0.0, 2.5))
+    assert ledger.window_totals(20 * HOUR, 30 * HOUR) == {}
+    assert ledger.window_totals(5 * HOUR, 5 * HOUR) == {}
+
+
+def test_window_totals_see_later_records(ledger: Ledger) -> None:
+    """Records written after a query are included in the next query."""
+    ledger.record([Usage("a", 0.0, HOUR, 1.0)])
+    assert ledger.window_totals(0.0, 10 * HOUR)["a"].allocated_gpu_h == 1.0
+    ledger.record([Usage("a", HOUR, 2 * HOUR, 2.0)])
+    assert ledger.window_totals(0.0, 10 * HOUR)["a"].allocated_gpu_h == 3.0
+
+
+@pytest.mark.parametrize(
+    ("usage", "message"),
+    [
+        (Usage("a", HOUR, HOUR), "end"),
+        (Usage("a", 0.0, HOUR, allocated_gpu_h=-1.0), "allocated_gpu_h must not be negative"),
+        (Usage("a", 0.0, HOUR, owed_gpu_h=float("nan")), "owed_gpu_h must be a finite number"),
+        (Usage("", 0.0, HOUR), "project"),
+    ],
+)
+def test_bad_record_rejects_whole_batch(ledger: Ledger, usage: Usage, message: str) -> None:
+    """A bad record raises ValueError naming the field, and nothing of its batch is written."""
+    with pytest.raises(ValueError, match=message):
+        ledger.record([Usage("ok", 0.0, HOUR, 1.0), usage])
+    assert len(ledger) == 0
+
+
+def test_ledger_is_append_only(ledger: Ledger) -> None:
+    """UPDATE and DELETE of records are refused by the database itself."""
+    ledger.record([Usage("a", 0.0, HOUR, 1.0)])
+    conn = ledger._conn  # going around the API on purpose: the schema must refuse
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("UPDATE usage SET allocated_gpu_h = 99")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("DELETE FROM usage")
+    assert ledger.records()[0].allocated_gpu_h == 1.0
+
+
+def test_what_if_copy_never_writes_to_the_original(ledger: Ledger) -> None:
+    """A what-if copy holds the same records; writing to it leaves the original unchanged."""
+    ledger.record([Usage("a", 0.0, HOUR, 1.0)])
+    with ledger.what_if() as copy:
+        assert copy.records() == ledger.records()
+        copy.record([Usage("a", HOUR, 2 * HOUR, 5.0)])
+        assert copy.window_totals(0.0, 2 * HOUR)["a"].allocated_gpu_h == 6.0
+        assert copy.path == ":memory:"
+    assert len(ledger) == 1
+    assert ledger.window_totals(0.0, 2 * HOUR)["a"].allocated_gpu_h == 1.0
+
+
+def test_file_ledger_is_wal_with_schema_version(tmp_path: Path) -> None:
+    """A file ledger uses WAL mode and records its schema version."""
+    path = tmp_path / "l.db"
+    Ledger(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    conn.close()
+
+
+def test_file_ledger_persists_and_sees_other_writers(tmp_path: Path) -> None:
+    """Records survive reopening; a second writer's records reach the first reader."""
+    path = tmp_path / "l.db"
+    with Ledger(path) as first:
+        first.record([Usage("a", 0.0, HOUR, 1.0)])
+        assert first.window_totals(0.0, HOUR)["a"].allocated_gpu_h == 1.0
+        with Ledger(path) as second:
+            second.record([Usage("a", HOUR, 2 * HOUR, 2.0)])
+        assert first.window_totals(0.0, 2 * HOUR)["a"].allocated_gpu_h == 3.0
+    with Ledger(path) as again:
+        assert len(again) == 2
+
+
+def test_other_schema_version_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    """Opening a ledger of another schema version fails with the file and both versions."""
+    path = tmp_path / "old.db"
+    Ledger(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE schema_version SET version = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError, match=rf"old\.db: ledger schema version 99.*version {SCHEMA_VERSION}"):
+        Ledger(path)
+
+
+def test_not_a_ledger_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    """A file that is not SQLite, or SQLite without the ledger's tables, is a LedgerError."""
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not a database, just text " * 100)
+    with pytest.raises(LedgerError, match="junk.db"):
+        Ledger(junk)
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    with pytest.raises(LedgerError, match="other.db: not a gpuplan ledger"):
+        Ledger(other)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {repo!r})
+    from planner.ledger import Ledger, Usage
+    ledger = Ledger(sys.argv[1])
+    i = int(sys.argv[2])
+    while True:
+        # A batch of 5 rows marked with i: after a kill it must be all there or absent.
+        ledger.record([Usage(f"p{{k}}", i, i + 1.0, allocated_gpu_h=float(i)) for k in range(5)])
+        print(i, flush=True)
+        i += 1
+    """
+)
+
+
+def test_sigkill_loses_no_acknowledged_record(tmp_path: Path) -> None:
+    """Killing a writer with SIGKILL 20 times loses no acknowledged record and no half batch."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(repo=str(REPO)))
+    path = tmp_path / "ledger.db"
+    acknowledged: set[int] = set()
+    for round_ in range(20):
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(path), str(round_ * 1_000_000)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        # Vary how long each writer lives so kills land at different points of a write.
+        for _ in range(1 + (round_ * 7) % 13):
+            line = proc.stdout.readline()
+            assert line, "writer died before acknowledging"
+            acknowledged.add(int(line))
+        os.kill(proc.pid, signal.SIGKILL)
+        # Commits acknowledged before the kill but not yet read are in the pipe.
+        acknowledged.update(int(line) for line in proc.stdout.read().split())
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+    with Ledger(path) as ledger:
+        counts: dict[float, int] = {}
+        for row in ledger.records():
+            counts[row.start] = counts.get(row.start, 0) + 1
+    assert acknowledged <= {int(s) for s in counts}
+    assert set(counts.values()) == {5}  # every batch whole
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
