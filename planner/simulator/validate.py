@@ -103,6 +103,7 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
             running[job.id] = {
                 "start": t, "nodes": nodes, "per_node": per_node,
                 "protected": row.detail == "protected",
+                "unallocated": str(row.detail).startswith("unallocated"),
             }
             continue
         if kind in ("preempt", "finish"):
@@ -123,10 +124,12 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
                 if r["protected"]:
                     bad(t, f"legacy preempted protected job {job.id} ({reason})")
             else:
-                if job.min_runtime > 0 and ran < job.min_runtime - TOL:
+                # Funded work run as unallocated (no budget headroom) has no contract.
+                if not r["unallocated"] and job.min_runtime > 0 and ran < job.min_runtime - TOL:
                     bad(t, f"job {job.id} preempted after {ran:g}s, inside its minimum runtime "
                            f"of {job.min_runtime:g}s ({reason})")
-                if job.allocated and not job.resumable and not reason.startswith("maintenance"):
+                if (not r["unallocated"] and job.allocated and not job.resumable
+                        and not reason.startswith("maintenance")):
                     bad(t, f"non-resumable job {job.id} preempted for {reason!r}")
             progress[job.id] = max(done - overhead, 0.0) if job.resumable else 0.0
     return errors

@@ -111,7 +111,8 @@ class FairSharePolicy:
                 placed = try_place(e, run)
         if placed is None:
             return False
-        e.start(run, *placed, charged=run.job.allocated)
+        e.start(run, *placed, charged=run.job.allocated,
+                detail="charged" if run.job.allocated else "unallocated")
         return True
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:

@@ -1,0 +1,287 @@
+"""``mip``: our epoch planner driving the simulated cluster.
+
+- **Decision points.** At each epoch boundary the policy freezes a snapshot (queued and
+  running jobs, drains, standings from the run's ledger) and calls
+  :func:`planner.mip.plan_epoch`; with ``replan_slices=True`` it also re-plans at every
+  slice boundary (the epoch window then starts there).
+- **Execution, slice by slice.** At a slice start, running jobs the plan knew about but
+  does not keep are preempted when their contract allows (never inside the minimum
+  runtime of charged work, never non-resumable funded work); planned jobs that are not
+  running start on their planned nodes (or, if those are taken, on another hole of the
+  same pool).
+- **Backfill between decision points.** Queued jobs start greedily on idle GPUs of nodes
+  the rest of the epoch's plan does not need, in fair-share order (no preemption), so a
+  debug job need not wait for the next slice and GPUs freed by early completions do not
+  idle. Backfilled work yields its nodes when a planned start needs them (if its
+  contract allows); the next plan sees it as running and decides.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from models import JobState, Plan, Pool
+from planner.placement import place_gang
+from planner.simulator.engine import Engine
+from planner.simulator.policies.base import Shape, ShapeQueues
+from planner.simulator.state import JobRun
+
+
+def _key(run: JobRun) -> tuple[Any, ...]:
+    j = run.job
+    return (not j.urgent, -j.priority, j.submit)
+
+
+class MipPolicy:
+    """Epoch plans from :func:`planner.mip.plan_epoch`, executed slice by slice."""
+
+    name = "mip"
+
+    def __init__(
+        self,
+        backend: str = "cpsat",
+        time_limit: float = 10.0,
+        rel_gap: float = 0.01,
+        replan_slices: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.time_limit = time_limit
+        self.rel_gap = rel_gap
+        self.replan_slices = replan_slices
+        self.plan: Plan | None = None
+        self.plan_seconds: list[float] = []
+        self.plan_wall: list[float] = []
+        self.fallbacks = 0
+        self.deviations = 0
+        self.known_running: set[int] = set()  # jobs running when the current plan was made
+        self.reserved: set[str] = set()  # nodes later slices of the plan start work on
+        self.ratio: dict[str, float] = {}
+        self.order: list[str] = []
+        self.queue = ShapeQueues(_key)
+        self.slice_index = 0
+        self.want: dict[str, Any] = {}
+
+    def attach(self, engine: Engine) -> None:
+        self.engine = engine
+        self.ratio = {p: 0.0 for p in engine.projects}
+        self.order = list(engine.projects)
+        pol = engine.scenario.policy
+        self.epoch = pol.epoch
+        self.slice_len = pol.slice_length
+        self.slices = pol.slices
+        engine.wake_at(0.0, ("epoch", 0))
+
+    def enqueue(self, run: JobRun) -> None:
+        # A requeued job is no longer one the plan saw running: if backfill restarts it,
+        # it is backfilled work.
+        self.known_running.discard(run.index)
+        self.queue.push(run.job.project, run)
+
+    def on_contract_end(self, run: JobRun, now: float) -> None:
+        if any(n in self.engine.cluster.drained for n in run.nodes):
+            self._move_off(run, "maintenance")
+
+    def on_drain(self, node: str, now: float) -> None:
+        e = self.engine
+        for i in sorted(e.cluster.jobs_on[node]):
+            run = e.runs[i]
+            if run.status == "running" and self._may_preempt(run):
+                e.preempt(run, "maintenance")
+
+    def _move_off(self, run: JobRun, reason: str) -> None:
+        if run.status == "running":
+            self.engine.preempt(run, reason)
+
+    def _may_preempt(self, run: JobRun, for_plan: bool = False) -> bool:
+        """The contract: charged work runs out its minimum runtime; the plan never
+        preempts non-resumable funded work (maintenance may, once the contract passed)."""
+        e = self.engine
+        if not run.charged:
+            return True
+        if not e.past_contract(run):
+            return False
+        return run.job.resumable or not for_plan
+
+    def extra_summary(self) -> dict[str, Any]:
+        s = np.array(self.plan_seconds)
+        return {
+            "plan_seconds_p50": float(np.percentile(s, 50)) if len(s) else None,
+            "plan_seconds_p99": float(np.percentile(s, 99)) if len(s) else None,
+            "plans": len(s),
+            "fallbacks": self.fallbacks,
+            "deviations": self.deviations,
+        }
+
+    # -- decision points ---------------------------------------------------------------
+
+    def on_wake(self, tag: Any, now: float) -> None:
+        kind, k = tag
+        if kind == "epoch" or self.replan_slices:
+            self._plan(now)
+            self.slice_index = 0
+        else:
+            self.slice_index = k
+        self._execute(now)
+        nxt = now + self.slice_len
+        if kind == "epoch" and not self.replan_slices:
+            for i in range(1, self.slices):
+                self.engine.wake_at(now + i * self.slice_len, ("slice", i))
+            self.engine.wake_at(now + self.epoch, ("epoch", 0))
+        elif self.replan_slices:
+            self.engine.wake_at(nxt, ("slice", 0))
+
+    def _snapshot_jobs(self, now: float) -> list[JobState]:
+        e = self.engine
+        out: list[JobState] = []
+        for run in e.runs:
+            if run.status == "queued":
+                out.append(JobState(job=run.job, status="queued", progress=run.progress,
+                                    restarts=run.restarts))
+            elif run.status == "running":
+                assert run.pool is not None
+                out.append(JobState(
+                    job=run.job, status="running", progress=run.done_work(now),
+                    run_start=run.run_start, cluster=run.pool.cluster,
+                    gpu_type=run.pool.gpu_type, nodes=run.nodes, charged=run.charged,
+                    restarts=run.restarts,
+                ))
+        return out
+
+    def _plan(self, now: float) -> None:
+        from planner.fairshare import org_at, standings
+        from planner.mip import plan_epoch
+        from planner.snapshot import build_snapshot
+
+        e = self.engine
+        demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
+        st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger, now,
+                       e.scenario.policy)
+        self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
+        self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+        jobs = self._snapshot_jobs(now)
+        snap = build_snapshot(e.scenario, now, jobs, st)
+        t0 = time.perf_counter()
+        plan = plan_epoch(snap, backend=self.backend, time_limit=self.time_limit,
+                          rel_gap=self.rel_gap, previous=self.plan)
+        self.plan_wall.append(time.perf_counter() - t0)
+        self.plan_seconds.append(plan.solver.seconds)
+        self.fallbacks += int(plan.solver.fallback)
+        e.record("plan", None, f"{plan.solver.backend} {plan.solver.status.value} "
+                 f"{plan.solver.seconds:.2f}s{' fallback' if plan.solver.fallback else ''}")
+        self.plan = plan
+        self.known_running = {
+            e.by_id[js.job.id].index for js in jobs if js.status == "running"
+        }
+
+    def _execute(self, now: float) -> None:
+        """Apply slice ``slice_index`` of the current plan."""
+        e = self.engine
+        plan = self.plan
+        if plan is None:
+            return
+        k = min(self.slice_index, len(plan.slices) - 1)
+        sl = plan.slices[k]
+        want = {a.job: a for a in sl.assignments}
+        self.want = want
+        # Nodes later slices start work on: backfill keeps off them.
+        self.reserved = set()
+        for later in plan.slices[k + 1:]:
+            for a in later.assignments:
+                r = e.by_id.get(a.job)
+                if r is not None and not (r.status == "running" and r.nodes == a.nodes):
+                    self.reserved.update(a.nodes)
+        # 1. Stop what the plan no longer runs (jobs it saw running; backfilled work stays
+        #    until a planned start needs its nodes).
+        for run in list(e.running.values()):
+            if run.job.id in want or run.index not in self.known_running:
+                continue
+            if self._may_preempt(run, for_plan=True):
+                e.preempt(run, f"plan: slice {k}")
+            else:
+                self.deviations += 1
+        # 2. Start what it runs.
+        for a in sl.assignments:
+            run = e.by_id.get(a.job)
+            if run is None or run.status != "queued":
+                continue
+            self._start_planned(run, a)
+
+    def _start_planned(self, run: JobRun, a: Any) -> bool:
+        e = self.engine
+        cl = e.cluster
+        pool = Pool(a.cluster, a.gpu_type)
+        ps = cl.pools.get(pool)
+        if ps is None:
+            self.deviations += 1
+            return False
+        nodes = tuple(a.nodes)
+        size = cl.nodes[nodes[0]].size if nodes and nodes[0] in cl.nodes else 0
+        per_node = run.job.gpus if len(nodes) == 1 else size
+        ok = bool(nodes) and all(
+            n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
+        )
+        if not ok:
+            # Make room from backfilled work the plan did not know about.
+            blockers = {i for n in nodes if n in cl.jobs_on for i in cl.jobs_on[n]}
+            movable = [e.runs[i] for i in blockers if i not in self.known_running]
+            if movable and all(self._may_preempt(v, for_plan=True) for v in movable):
+                for v in movable:
+                    e.preempt(v, f"plan: {run.job.id} needs its nodes")
+                ok = all(
+                    n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
+                )
+        if not ok:
+            alt = place_gang(ps.open_free, ps.size, run.job.gpus, prefer=nodes)
+            if alt is None:
+                self.deviations += 1
+                return False
+            nodes = alt
+        e.start(run, pool, nodes, charged=a.charged,
+                detail="charged" if a.charged and run.job.allocated else "unallocated")
+        return True
+
+    # -- backfill ----------------------------------------------------------------------
+
+    def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
+        e = self.engine
+        if e.cluster.total_free == 0:
+            return
+        if dirty:
+            # Planned starts that found no room at the slice boundary may fit now.
+            for job_id, a in self.want.items():
+                run = e.by_id.get(job_id)
+                if run is not None and run.status == "queued":
+                    self._start_planned(run, a)
+        if not dirty and not new:
+            return
+        # Greedy backfill: fair-share order, idle GPUs off reserved nodes, no preemption.
+        dead: set[Shape] = set()
+        for project in self.order:
+            for shape, run in self.queue.iter_group(e, project, dead):
+                if not self._backfill(run):
+                    dead.add(shape)
+                if e.cluster.total_free == 0:
+                    return
+
+    def _backfill(self, run: JobRun) -> bool:
+        e = self.engine
+        cl = e.cluster
+        job = run.job
+        for pool, ps in cl.pools.items():
+            if not job.allows(pool.cluster, pool.gpu_type):
+                continue
+            if not ps.can_fit(job.gpus, cl.max_size[pool]):
+                continue
+            free = ps.open_free
+            if self.reserved:
+                free = {n: f for n, f in free.items() if n not in self.reserved}
+            nodes = place_gang(free, ps.size, job.gpus)
+            if nodes is not None:
+                e.start(run, pool, nodes, charged=job.allocated,
+                        detail=("charged" if job.allocated else "unallocated") + " backfill")
+                return True
+        return False
+
