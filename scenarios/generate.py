@@ -6,44 +6,57 @@ The generator is deterministic: :func:`generate_jobs` draws everything from one
 Rules (``docs/scenarios.md`` has the same text for users):
 
 Offered load
-    ``spec.load`` is the GPU-time the jobs ask for, divided by the scenario's physical
-    GPU capacity (all pools, no drains) times ``spec.days``. It is *physical* GPU-time:
-    a job's duration does not depend on the GPU type it lands on. Each job class below
-    gets a fixed fraction of that GPU-time (:data:`CLASSES`), and jobs of a class are
-    drawn until the class's GPU-time is reached, so the realised load matches
-    ``spec.load`` within a job or so, whatever the seed.
+    ``spec.load`` is the GPU-time the arrivals ask for, divided by the scenario's
+    physical GPU capacity (all pools, no drains) times ``spec.days``. It is *physical*
+    GPU-time: a job's duration does not depend on the GPU type it lands on. Each job
+    class gets a fixed fraction of that GPU-time (:data:`CLASSES`: debug 3.5%,
+    interactive 5%, batch 39.5%, pretrain 34%, unallocated 18%), and jobs of a class are
+    drawn until the class's GPU-time is reached (the cut nearest the target), so the
+    realised load matches ``spec.load`` within half a job per class, whatever the seed.
+    ``spec.backlog`` adds work already queued at time 0, in capacity-time (``36h`` is
+    36 hours of every GPU), split the same way over batch, pretrain and unallocated work
+    only (people submit debug work and sessions live).
 
 Job classes
     ``debug``: 1-8 GPUs, 1-120 min (median 15 min), minimum runtime 5, 10 or 15 min,
-    not resumable. ``interactive``: 1-8 GPU sessions of 1-10 h, protected for their
-    whole length up to the policy's maximum, not resumable, ``kind: interactive``.
-    ``batch``: 1-64 GPUs (mostly 8-64), hours (median 3 h, at most 48 h), minimum
-    runtime 30 min-4 h, 80% resumable. ``pretrain``: 64-512 GPU gangs (multiples of 8)
-    of 12 h-4 d, minimum runtime 1-4 h, resumable, from the heaviest quarter of the
-    projects. ``unallocated``: 16-64 GPU sweeps of hours, minimum runtime 0 (free
-    work), resumable, ``kind: batch`` (kept above 8 GPUs so that the debug class, 8 GPUs
-    or fewer with a contract of 15 min or less, holds only debugging work).
+    not resumable. ``interactive``: 1-8 GPU sessions of 1-10 h (median 3 h), protected
+    for their whole length up to the policy's maximum, not resumable,
+    ``kind: interactive``. ``batch``: 1-64 GPUs (mostly 8-64), 20 min-48 h (median
+    3 h), minimum runtime 30 min (30%), 1 h (40%), 2 h (20%) or 4 h (10%), 80%
+    resumable. ``pretrain``: 64-512 GPU gangs (multiples of 8) of 12 h-4 d (median
+    30 h), minimum runtime 1-4 h, resumable, from the users of the heaviest quarter of
+    the projects. ``unallocated``: 16-64 GPU jobs of 15 min-24 h (median 4 h), minimum
+    runtime 0 (free work), resumable, ``kind: batch`` (kept above 8 GPUs so that the
+    debug class, 8 GPUs or fewer with a contract of 15 min or less, holds only
+    debugging work). Durations are log-normal, clipped to the ranges above.
+
+Sweeps
+    Debug, batch and unallocated jobs come in sweeps (on average 1.5, 4 and 8 jobs):
+    one user, gang size, restriction and submit time, the jobs 10 s apart.
 
 Projects and users
     Each project gets an activity weight: its effective share of the org tree times a
     log-normal factor, so demand follows the budget tree only loosely and a few projects
-    are heavy. Every user has one home project (each project gets at least one user when
-    there are enough users); a job's user is drawn by the users' activity weights and its
-    project is the user's home project.
+    are heavy. Every user (``user000``...) has one home project (each project gets one
+    user first, while users last; the rest go by weight); a sweep's user is drawn by the
+    users' activity weights and its project is the user's home project.
 
 Arrivals
-    Submissions follow a daily cycle (peak at 14:00, trough at 02:00) and a weekly one
+    Submissions follow a daily cycle (x1.6 at 14:00, x0.4 at 02:00) and a weekly one
     (weekends at half the weekday rate), anchored at the scenario's ``start`` (a Monday
-    midnight when absent). ``pretrain`` arrivals are uniform in time.
+    midnight when absent). Debug and interactive work follows the cycles fully, batch
+    60%, unallocated 40%; pretraining arrives uniformly.
 
 Other fields
     Priorities are 0 for 85% of jobs, 1-3 for 12% and -1 for 3%. About 0.5% of debug and
-    batch jobs are urgent. 12% of jobs are restricted to one GPU type and 4% to one
+    batch jobs are urgent. 12% of sweeps are restricted to one GPU type and 4% to one
     cluster, chosen among the pools the gang fits, in proportion to the pools' GPUs.
-    Gangs larger than any pool can take fall back to the largest size that fits.
-    Minimum runtimes never exceed the policy's ``max_min_runtime``. Times are whole
-    seconds.
+    Gang sizes that fit no pool are dropped from a class; if none fits, the class uses
+    the largest gang that fits (a multiple of 8 when one fits). Minimum runtimes never
+    exceed the policy's ``max_min_runtime``. Times are whole seconds. Ids are
+    ``g00000``, ``g00001``, ... in submit order.
 """
+
 
 from __future__ import annotations
 
@@ -273,7 +286,8 @@ def _users(
     user_project = [projects[h] for h in homes]
     n_heavy = max(1, round(PRETRAIN_PROJECT_FRACTION * len(projects)))
     heavy = set(np.argsort(-weight, kind="stable")[:n_heavy].tolist())
-    heavy_users = np.array([i for i, h in enumerate(homes) if h in heavy])
+    # With few users, none may live in a heavy project: then anyone may pretrain.
+    heavy_users = np.array([i for i, h in enumerate(homes) if h in heavy] or range(count))
     return users, user_weight, user_project, heavy_users
 
 
