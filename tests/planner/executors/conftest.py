@@ -9,6 +9,7 @@ only when the daemons cannot start, and then says why (with the end of their log
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -216,10 +217,8 @@ class SlurmCluster:
         # slurmstepd and job scripts outlive slurmd; they carry our SLURM_CONF.
         marker = f"SLURM_CONF={self.conf}".encode()
         for pid in _pids_with_env(marker):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:

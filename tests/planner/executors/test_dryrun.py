@@ -1,0 +1,114 @@
+"""The dryrun executor: JSON-lines log, in-memory state, idempotent apply."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from models import Scenario
+from planner.executors import Executor, SupportsDrain, SupportsSubmit, SupportsSuspend
+from planner.executors.dryrun import DryRunExecutor
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _executor(scenario: Scenario, clock: Clock) -> tuple[DryRunExecutor, io.StringIO]:
+    out = io.StringIO()
+    ex = DryRunExecutor(scenario, out, clock=clock)
+    for job in scenario.jobs:
+        ex.submit(job)
+    return ex, out
+
+
+def _lines(out: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_capabilities_are_detected_with_isinstance(scenario: Scenario) -> None:
+    """dryrun is an Executor that can submit and drain, and does not claim suspend."""
+    ex = DryRunExecutor(scenario, io.StringIO())
+    assert isinstance(ex, Executor) and isinstance(ex, SupportsSubmit) and isinstance(ex, SupportsDrain)
+    assert not isinstance(ex, SupportsSuspend)
+
+
+def test_actions_are_logged_as_json_lines(scenario: Scenario, plans: object) -> None:
+    """Each action is one JSON object with time, slice, job, action, nodes and outcome."""
+    clock = Clock()
+    ex, out = _executor(scenario, clock)
+    out.truncate(0)
+    out.seek(0)
+    ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    (line,) = [entry for entry in _lines(out) if entry["changed"]]
+    assert line == {
+        "at": 1000.0, "executor": "dryrun", "slice": 0, "job": "free", "action": "start",
+        "ok": True, "changed": True, "nodes": ["alpha-h100-000"], "native_id": "1", "detail": "",
+    }
+
+
+def test_applying_the_same_slice_twice_changes_nothing(scenario: Scenario, plans: object) -> None:
+    """The second apply of a slice reports only no-ops and leaves the state as it was."""
+    clock = Clock()
+    ex, _ = _executor(scenario, clock)
+    plan = plans([{"free": ("alpha-h100-000",), "gang": ("alpha-h100-000", "alpha-h100-001")}])  # type: ignore[operator]
+    first = ex.apply(plan, 0)
+    assert {r.job for r in first.changed} == {"free", "gang"}
+    before = ex.observe()
+    clock.t += 1
+    second = ex.apply(plan, 0)
+    assert second.ok and not second.changed
+    assert ex.observe().jobs == before.jobs
+
+
+def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: object) -> None:
+    """A preempted resumable job is held with one restart and resumes from its progress."""
+    clock = Clock()
+    ex, _ = _executor(scenario, clock)
+    plan = plans([{"free": ("alpha-h100-000",)}, {}, {"free": ("alpha-h100-001",)}])  # type: ignore[operator]
+    ex.apply(plan, 0)
+    clock.t += 1800
+    report = ex.apply(plan, 1)
+    assert [(r.job, r.action) for r in report.changed] == [("free", "preempt")]
+    held = ex.observe().job("free")
+    assert held is not None and held.phase == "held" and held.restarts == 1
+    clock.t += 100
+    resumed = ex.apply(plan, 2)
+    assert [(r.job, r.action) for r in resumed.changed] == [("free", "resume")]
+    clock.t += 1799  # 1800 + 1799 < 3600: still running
+    assert ex.observe().job("free").phase == "running"  # type: ignore[union-attr]
+    clock.t += 1
+    assert ex.observe().job("free").phase == "finished"  # type: ignore[union-attr]
+
+
+def test_drained_node_is_refused(scenario: Scenario, plans: object) -> None:
+    """After drain(), a start on that node fails and the job stays held."""
+    ex, _ = _executor(scenario, Clock())
+    assert ex.drain("beta-b200-000", "psu").changed
+    report = ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0)  # type: ignore[operator]
+    assert [r.detail for r in report.failed] == ["node beta-b200-000 is drained (psu)"]
+    assert ex.observe().job("b200").phase == "held"  # type: ignore[union-attr]
+    assert ex.undrain("beta-b200-000").changed
+    assert ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0).ok  # type: ignore[operator]
+
+
+def test_submit_twice_is_a_noop(scenario: Scenario) -> None:
+    """Submitting a job already known changes nothing and keeps its id."""
+    ex, _ = _executor(scenario, Clock())
+    again = ex.submit(scenario.jobs[0])
+    assert again.ok and not again.changed and again.native_id == "1"
+    assert len(ex.observe().jobs) == len(scenario.jobs)
+
+
+def test_log_file_is_appended(scenario: Scenario, tmp_path: object, plans: object) -> None:
+    """With a path, lines are appended to the file and survive a new executor."""
+    path = tmp_path / "actions.jsonl"  # type: ignore[operator]
+    for _ in range(2):
+        ex = DryRunExecutor(scenario, path, clock=Clock())
+        ex.submit(scenario.jobs[0])
+        ex.close()
+    assert [json.loads(x)["action"] for x in path.read_text().splitlines()] == ["submit", "submit"]
