@@ -1,11 +1,12 @@
 """Benchmark of fair share and the usage ledger; prints a table of medians.
 
-- ``water_fill``: 1,000 projects in a 4-level tree (10 divisions x 10 programs x
-  10 teams x 1 project... see ``make_org``), target under 10 ms;
+- ``water_fill``: 1,000 projects in a 4-level tree (5 x 5 x 5 units, 8 projects
+  each), target under 10 ms;
 - ``standings``: 150 projects against a ledger holding a week of hourly records;
 - the ledger: recording a week of hourly records for 150 projects (one ``record`` call
   per simulated hour, as the simulator does), in memory and in a WAL file, and the
-  window query behind standings.
+  window query behind standings;
+- ``owed_at`` on the bundled ``ai2-like`` scenario, as the simulator calls it hourly.
 
 Run: ``.venv/bin/python benchmarks/fairshare.py``. Exits 1 when ``water_fill`` misses
 its target. Timings on a shared 2-core machine are noisy: medians are quoted.
@@ -24,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models import OrgUnit, Policy, project_paths  # noqa: E402
-from planner.fairshare import standings, water_fill  # noqa: E402
+from planner.fairshare import owed_at, standings, water_fill  # noqa: E402
 from planner.ledger import Ledger, Usage  # noqa: E402
 
 WATER_FILL_TARGET_MS = 10.0
@@ -111,6 +112,17 @@ def main() -> int:
     rows.append(("standings, 150 projects, week-long ledger", st, ""))
     wi = median_ms(lambda: mem.what_if().close(), 20)
     rows.append(("ledger what_if copy, 25,200 rows", wi, ""))
+
+    # 3. owed_at on the bundled ai2-like scenario, once per simulated hour of a week.
+    from scenarios import load_scenario
+
+    scenario = load_scenario("ai2-like")
+    t0 = time.perf_counter()
+    owed_at(scenario, 0.0)
+    rows.append((f"owed_at, ai2-like ({len(scenario.jobs):,} jobs), first call", (time.perf_counter() - t0) * 1000.0, "builds the cache"))
+    hour = iter(range(1, 10**6))
+    oa = median_ms(lambda: owed_at(scenario, next(hour) * 3600.0), HOURS)
+    rows.append(("owed_at, ai2-like, each simulated hour", oa, ""))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'measure'.ljust(width)}  median ms  target")

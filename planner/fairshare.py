@@ -87,13 +87,12 @@ def water_fill(
         raise ValueError(f"capacity must be a non-negative number, got {capacity!r}")
     leaves: dict[str, float] = {}
     roots = _demand_tree(org, "", demand, leaves)
-    if len(leaves) != len(demand) or not all(p in leaves for p in demand):
-        unknown = sorted(p for p in demand if p not in leaves)
-        if unknown:
-            raise ValueError(
-                f"demand for {', '.join(map(repr, unknown[:5]))}"
-                f"{' and more' if len(unknown) > 5 else ''}: not a project of the org tree"
-            )
+    unknown = sorted(p for p in demand if p not in leaves)
+    if unknown:
+        raise ValueError(
+            f"demand for {', '.join(map(repr, unknown[:5]))}"
+            f"{' and more' if len(unknown) > 5 else ''}: not a project of the org tree"
+        )
     owed = dict.fromkeys(leaves, 0.0)
     total = sum(node[2] for node in roots)
     _allocate(roots, min(capacity, total), owed)

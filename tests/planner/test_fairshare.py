@@ -303,6 +303,13 @@ def test_revisions_accumulate_and_history_is_kept(tiny) -> None:  # type: ignore
     assert {p: u.share for p, u in walk(history[1][1])}["infra"] == 1
 
 
+def test_revision_at_the_start_replaces_the_initial_org(tiny) -> None:  # type: ignore[no-untyped-def]
+    """A revision effective at time 0 is the org from the start: no empty period."""
+    s = revise(tiny, {"infra": 3}, at=0.0)
+    assert [start for start, _ in org_history(s)] == [0.0]
+    assert dict(walk(org_at(s, 0.0)))["infra"].share == 3
+
+
 def test_revise_rejects_unknown_unit(tiny) -> None:  # type: ignore[no-untyped-def]
     """A what-if revision naming an unknown org unit is an error naming it."""
     with pytest.raises(ValueError, match="'research/robots'"):
