@@ -38,7 +38,8 @@ Contract (first rule that matches)
     2. Unallocated: a fraction ``unallocated_share`` (default 0.18, the institute's
        figure) of the remaining rows, chosen by a CRC-32 of the row's own fields
        (``timestamp,duration,num_gpus,cluster``) so the choice survives trimming and
-       reordering. Minimum runtime 0, resumable.
+       reordering. Minimum runtime 0, resumable, ``kind: batch`` (the shape rule would
+       call a free job of 8 GPUs or fewer ``debug``).
     3. Large: ``num_gpus >= 8``. Minimum runtime 2 h, resumable.
     4. Otherwise: minimum runtime 1 h, resumable.
     Minimum runtimes are capped at the policy's ``max_min_runtime``. Priority is 0 and
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from models import Job, PhillySpec, Scenario, effective_shares
+from models import Job, JobKind, PhillySpec, Scenario, effective_shares
 from scenarios.errors import ScenarioError
 
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -215,6 +216,8 @@ def import_philly(scenario: Scenario, spec: PhillySpec, base_dir: Path) -> list[
             duration=r.duration,
             min_runtime=min(min_runtime, max_min),
             resumable=resumable,
+            # Free work is never debug work, whatever its shape.
+            kind=JobKind.BATCH if min_runtime == 0 else None,
         )
         if r.gpus not in fits:
             fits[r.gpus] = any(
