@@ -360,6 +360,8 @@ def standings(
     ledger: Ledger | None,
     now: float,
     policy: Policy,
+    *,
+    budget_capacity: float | None = None,
 ) -> dict[str, ProjectStanding]:
     """Every project's fair-share standing at ``now``.
 
@@ -377,6 +379,11 @@ def standings(
         Seconds from the scenario's start.
     policy
         Gives the lookback window and the epoch length.
+    budget_capacity
+        Capacity the budgets are shares of (``Scenario.capacity_h100()``); defaults to
+        ``capacity``. Pass it when ``capacity`` is what is available now (nodes drained
+        for maintenance): what a project is owed shrinks with a drain, its budget does
+        not.
 
     Returns
     -------
@@ -400,7 +407,7 @@ def standings(
         past = ledger.window_totals(now - lookback, now)
         # Headroom looks at the window that ends with the coming epoch.
         budget_window = ledger.window_totals(now + epoch - lookback, now)
-    rates = budget_rates(org, capacity)
+    rates = budget_rates(org, capacity if budget_capacity is None else budget_capacity)
     none = Totals()
     out: dict[str, ProjectStanding] = {}
     for project, owed_gpus in owed.items():

@@ -23,6 +23,7 @@ Design choices:
 from __future__ import annotations
 
 import math
+import numbers
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -359,7 +360,7 @@ def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
         "owed_gpu_h": u.owed_gpu_h,
     }
     for name, value in values.items():
-        if not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"usage of {u.project!r}: {name} must be a finite number, got {value!r}")
         if name not in ("start", "end") and value < 0:
             raise ValueError(f"usage of {u.project!r}: {name} must not be negative, got {value!r}")

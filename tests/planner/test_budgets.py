@@ -43,6 +43,13 @@ def test_revision_sets_budgets_from_its_effective_time() -> None:
     assert tiny.budget_revisions == ()  # the what-if copy left the original alone
 
 
+def test_budgets_use_nominal_capacity_during_a_drain() -> None:
+    """With half the GPUs drained, owed halves but the budget (headroom) does not."""
+    st = standings(PAIR, {"a": 64, "b": 64}, 32.0, None, 0.0, POLICY, budget_capacity=64.0)
+    assert st["a"].owed_gpus == pytest.approx(16.0)
+    assert st["a"].headroom_gpu_h == pytest.approx(32 * WEEK_H)
+
+
 def test_headroom_is_window_budget_minus_recent_charges() -> None:
     """Headroom = budget rate x lookback - charged in [now + epoch - lookback, now)."""
     assert headroom_gpu_h(32.0, 1000.0, POLICY) == pytest.approx(32 * WEEK_H - 1000)

@@ -76,6 +76,20 @@ def test_bad_record_rejects_whole_batch(ledger: Ledger, usage: Usage, message: s
     assert len(ledger) == 0
 
 
+def test_numpy_numbers_are_accepted(ledger: Ledger) -> None:
+    """Amounts computed with numpy (float64, int64) record like Python numbers."""
+    import numpy as np
+
+    ledger.record([Usage("a", np.float64(0.0), np.int64(3600), allocated_gpu_h=np.float64(2.5))])  # type: ignore[arg-type]
+    assert ledger.records() == [Usage("a", 0.0, HOUR, 2.5, 2.5, 0.0, 0.0)]
+
+
+def test_unopenable_path_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A ledger path in a missing folder is a LedgerError naming the path."""
+    with pytest.raises(LedgerError, match="missing/ledger.db"):
+        Ledger(tmp_path / "missing" / "ledger.db")
+
+
 def test_ledger_is_append_only(ledger: Ledger) -> None:
     """UPDATE and DELETE of records are refused by the database itself."""
     ledger.record([Usage("a", 0.0, HOUR, 1.0)])
