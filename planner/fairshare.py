@@ -80,8 +80,9 @@ def water_fill(
     Raises
     ------
     ValueError
-        Negative or non-finite demand or capacity, or a demand for a path that is not
-        a project of ``org``.
+        Negative or non-finite demand, negative or NaN capacity (an infinite one owes
+        every project its demand), or a demand for a path that is not a project of
+        ``org``.
     """
     if not (capacity >= 0) or math.isnan(capacity):
         raise ValueError(f"capacity must be a non-negative number, got {capacity!r}")
