@@ -1,0 +1,55 @@
+"""``gpuplan run``: the control loop from the command line (dryrun executor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+from planner.ledger import Ledger
+
+
+def test_dryrun_epoch_logs_actions_and_fills_the_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One short epoch on tiny: JSON-lines actions in the log, usage rows in the ledger,
+    a summary table on stdout and one progress line per slice on stderr."""
+    log, ledger = tmp_path / "actions.jsonl", tmp_path / "ledger.sqlite"
+    code = main(["run", "tiny", "--executor", "dryrun", "-o", f"log={log}", "--epochs", "1",
+                 "--slice-seconds", "0.2", "--ledger", str(ledger), "--time-limit", "5"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {a["action"] for a in actions} >= {"submit", "start"}
+    assert all(a["ok"] for a in actions)
+    assert err.count("epoch 1 slice") == 4
+    assert "1 epoch(s), 4 slices on dryrun; 3 jobs submitted" in out
+    with Ledger(ledger) as recorded:
+        assert len(recorded) > 0
+        assert recorded.span() is not None
+    assert (tmp_path / "ledger.sqlite.origin.json").exists()
+
+
+def test_list_executors(capsys: pytest.CaptureFixture[str]) -> None:
+    """--list-executors prints the registered executors and where they come from."""
+    assert main(["run", "tiny", "--list-executors"]) == 0
+    out = capsys.readouterr().out
+    assert "dryrun" in out and "slurm" in out and "built-in" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--executor", "k8s"], "unknown executor 'k8s'"),
+        (["-o", "nokey"], "expected KEY=VALUE"),
+        (["-o", "colour=red"], "unknown option(s) colour"),
+        (["--epochs", "0"], "--epochs must be at least 1"),
+        (["--slice-seconds", "-1"], "--slice-seconds must be positive"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_message(args: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad executor names, options and counts are one error line and exit code 2."""
+    assert main(["run", "tiny", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
