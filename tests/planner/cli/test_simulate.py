@@ -1,0 +1,66 @@
+"""``gpuplan simulate``: files with the exact keys, the table, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from planner.cli import main
+from planner.simulator import SUMMARY_KEYS
+
+
+def test_simulate_writes_the_four_files_with_exact_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary.json has {"policies": {NAME: metrics}}; CSVs and an offline report exist."""
+    out = tmp_path / "run"
+    code = main(["simulate", "tiny", "--policy", "legacy", "--policy", "fairshare,mip",
+                 "--time-limit", "5", "--out", str(out)])
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["policies"]
+    assert list(summary["policies"]) == ["legacy", "fairshare", "mip"]
+    for metrics in summary["policies"].values():
+        assert tuple(metrics) == SUMMARY_KEYS
+        assert set(metrics["wait_p90_s"]) == {"debug", "large", "batch", "all"}
+    assert summary["policies"]["mip"]["plan_seconds_p50"] is not None
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert jobs.columns[0] == "policy"
+    assert set(jobs["policy"]) == {"legacy", "fairshare", "mip"}
+    assert {"job", "submit", "first_start", "end", "wait_s", "class", "preemptions"} <= set(jobs.columns)
+    projects = pd.read_csv(out / "projects.csv")
+    assert {"policy", "project", "owed_gpu_h", "delivered_gpu_h", "delivered_over_owed"} <= set(projects.columns)
+    html = (out / "report.html").read_text()
+    assert "Plotly.newPlot" in html
+    assert "<script src=" not in html  # plotly.js is inline: the report works offline
+    table = capsys.readouterr().out
+    assert "delivered_over_owed" in table and "fairshare" in table
+
+
+def test_simulate_without_out_prints_the_table_only(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --out the side-by-side table is printed and no file is needed."""
+    assert main(["simulate", "tiny", "--policy", "fairshare", "--days", "0.25"]) == 0
+    out = capsys.readouterr().out
+    assert "occupancy" in out and "6 h simulated" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["simulate", "tiny", "--policy", "sjf"], "--policy: unknown policy 'sjf'"),
+        (["simulate", "tiny", "--days", "0"], "--days: must be positive"),
+        (["simulate", "no-such-scenario"], "no-such-scenario"),
+        (["simulate", "tiny", "--backend", "gurobi"], "--backend"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad arguments exit 2 with one line naming what is wrong, no traceback."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert "Traceback" not in err and err.strip().count("\n") == 0
