@@ -8,7 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import JobState, NodeState, OrgUnit, Policy, Snapshot, project_paths, walk, with_shares
+from models import (
+    JobState,
+    NodeState,
+    OrgUnit,
+    Policy,
+    Scenario,
+    Snapshot,
+    project_paths,
+    walk,
+    with_shares,
+)
 from planner.budgets import revise
 from planner.cli import main
 from planner.fairshare import (
@@ -39,7 +49,7 @@ TINY_ORG = (unit("research", 3, unit("nlp", 2), unit("vision", 1)), unit("infra"
 
 
 @pytest.fixture(scope="module")
-def tiny():  # type: ignore[no-untyped-def]
+def tiny() -> Scenario:
     return load_scenario("tiny")
 
 
@@ -213,7 +223,7 @@ def test_one_level_tree_is_weighted_max_min(pairs: list[tuple[float, float]], ca
 # -- job rates and demand -----------------------------------------------------------------
 
 
-def test_job_rate_is_cheapest_allowed_type(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_job_rate_is_cheapest_allowed_type(tiny: Scenario) -> None:
     """A job counts at its cheapest allowed GPU type's rate; B200-only jobs at 2.0."""
     jobs = {j.id: j for j in tiny.jobs}
     assert job_rate(tiny, jobs["j1"]) == 1.0
@@ -239,7 +249,7 @@ def test_job_rate_skips_pools_whose_nodes_cannot_hold_the_gang() -> None:
     assert job_rate(s.gpu_types, s.jobs[0]) == 1.0
 
 
-def test_job_rate_same_for_snapshot_and_scenario(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_job_rate_same_for_snapshot_and_scenario(tiny: Scenario) -> None:
     """A snapshot of the scenario's nodes gives every job the same rate as the scenario."""
     snap = Snapshot(
         now=0.0,
@@ -253,7 +263,7 @@ def test_job_rate_same_for_snapshot_and_scenario(tiny) -> None:  # type: ignore[
     assert [job_rate(snap, j) for j in tiny.jobs] == [job_rate(tiny, j) for j in tiny.jobs]
 
 
-def test_demand_counts_funded_jobs_until_they_would_finish(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_demand_counts_funded_jobs_until_they_would_finish(tiny: Scenario) -> None:
     """Demand counts funded jobs from submit until submit + duration, free jobs never."""
     assert demand_at(tiny, 0.0) == {"research/nlp": 24.0, "infra": 16.0}  # j6 (free) at 30m not yet
     # j4 (2 GPUs, vision) runs 15m..35m; j3 (8 GPUs, vision) from 10m; j6 is free work.
@@ -262,7 +272,7 @@ def test_demand_counts_funded_jobs_until_they_would_finish(tiny) -> None:  # typ
     assert demand_at(tiny, 31 * 60.0)["infra"] == 16.0  # the free j6 adds nothing
 
 
-def test_owed_at_water_fills_over_demand(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_owed_at_water_fills_over_demand(tiny: Scenario) -> None:
     """At 2h demand exceeds capacity and owed follows the shares of the tree."""
     # nlp: j1 16 + j9 32 = 48; vision: j3 8 + j8 16 B200 = 40; infra: j5 8 B200 = 16.
     assert demand_at(tiny, 2 * HOUR) == {"research/nlp": 48.0, "research/vision": 40.0, "infra": 16.0}
@@ -283,7 +293,7 @@ def test_scenario_show_prints_owed_at_start(capsys: pytest.CaptureFixture[str]) 
 # -- the org in force ---------------------------------------------------------------------
 
 
-def test_revision_applies_from_its_time(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_revision_applies_from_its_time(tiny: Scenario) -> None:
     """A budget revision changes the org (and owed) from its `at` on, not before."""
     revised = revise(tiny, {"research/vision": 6}, at=HOUR)
     assert org_at(revised, HOUR - 1) == tiny.org
@@ -293,7 +303,7 @@ def test_revision_applies_from_its_time(tiny) -> None:  # type: ignore[no-untype
     assert owed_at(tiny, 2 * HOUR)["research/nlp"] == pytest.approx(32)  # original untouched
 
 
-def test_revisions_accumulate_and_history_is_kept(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_revisions_accumulate_and_history_is_kept(tiny: Scenario) -> None:
     """Each revision keeps earlier changes it does not name; the history lists every period."""
     s = revise(revise(tiny, {"infra": 5}, at=2 * HOUR), {"research/nlp": 7}, at=HOUR)
     history = org_history(s)
@@ -303,14 +313,14 @@ def test_revisions_accumulate_and_history_is_kept(tiny) -> None:  # type: ignore
     assert {p: u.share for p, u in walk(history[1][1])}["infra"] == 1
 
 
-def test_revision_at_the_start_replaces_the_initial_org(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_revision_at_the_start_replaces_the_initial_org(tiny: Scenario) -> None:
     """A revision effective at time 0 is the org from the start: no empty period."""
     s = revise(tiny, {"infra": 3}, at=0.0)
     assert [start for start, _ in org_history(s)] == [0.0]
     assert dict(walk(org_at(s, 0.0)))["infra"].share == 3
 
 
-def test_revise_rejects_unknown_unit(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_revise_rejects_unknown_unit(tiny: Scenario) -> None:
     """A what-if revision naming an unknown org unit is an error naming it."""
     with pytest.raises(ValueError, match="'research/robots'"):
         revise(tiny, {"research/robots": 2})
@@ -368,7 +378,7 @@ def test_ratio_when_owed_nothing() -> None:
     assert fair_share_ratio(3.0, 4.0) == 0.75
 
 
-def test_standings_at_uses_scenario_org_demand_and_capacity(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_standings_at_uses_scenario_org_demand_and_capacity(tiny: Scenario) -> None:
     """standings_at(scenario, t) equals standings() of the org in force, demand and capacity at t."""
     revised = revise(tiny, {"infra": 3}, at=HOUR)
     got = standings_at(revised, 2 * HOUR)
