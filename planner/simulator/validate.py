@@ -38,8 +38,8 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
         if m.node_names is not None:
             names = list(m.node_names)
         else:
-            cluster = next(c for c in scenario.clusters if c.name == m.cluster)
-            names = [n.name for n in cluster.nodes() if m.gpu_type in (None, n.gpu_type)]
+            home = next(c for c in scenario.clusters if c.name == m.cluster)
+            names = [n.name for n in home.nodes() if m.gpu_type in (None, n.gpu_type)]
             names = names[-(m.nodes or 0):]
         for n in names:
             windows.setdefault(n, []).append((m.start, m.end))
@@ -54,19 +54,23 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
         errors.append(f"t={t:g}s: {msg}")
 
     last_t = -math.inf
-    for row in events.itertuples(index=False):
-        t = float(row.t)
+    rows: list[tuple[Any, ...]] = list(
+        events[["t", "event", "job", "nodes", "detail"]].itertuples(index=False, name=None)
+    )
+    for t_raw, kind_raw, job_raw, nodes_raw, detail_raw in rows:
+        t = float(t_raw)
+        kind = str(kind_raw)
+        detail = str(detail_raw)
         if t < last_t - TOL:
             bad(t, f"event log goes back in time (after {last_t:g}s)")
         last_t = t
-        kind = row.event
         if kind in ("drain_start", "drain_end", "drained", "plan", "requeue"):
             continue
-        job = jobs.get(row.job)
+        job = jobs.get(str(job_raw))
         if job is None:
-            bad(t, f"{kind} of unknown job {row.job!r}")
+            bad(t, f"{kind} of unknown job {job_raw!r}")
             continue
-        nodes = [n for n in str(row.nodes).split(",") if n]
+        nodes = [n for n in str(nodes_raw).split(",") if n]
         if kind == "submit":
             if abs(t - job.submit) > TOL:
                 bad(t, f"job {job.id} submitted at {t:g}s, the workload says {job.submit:g}s")
@@ -102,8 +106,8 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
                     bad(t, f"node {n} oversubscribed: {used[n]} of {size[n]} GPUs")
             running[job.id] = {
                 "start": t, "nodes": nodes, "per_node": per_node,
-                "protected": row.detail == "protected",
-                "unallocated": str(row.detail).startswith("unallocated"),
+                "protected": detail == "protected",
+                "unallocated": detail.startswith("unallocated"),
             }
             continue
         if kind in ("preempt", "finish"):
@@ -119,7 +123,7 @@ def check_events(scenario: Scenario, policy: str, events: pd.DataFrame) -> list[
                 if job.duration is not None and abs(done - job.duration) > 1e-3:
                     bad(t, f"job {job.id} finished after {done:g}s of work, needs {job.duration:g}s")
                 continue
-            reason = str(row.detail)
+            reason = detail
             if policy == "legacy":
                 if r["protected"]:
                     bad(t, f"legacy preempted protected job {job.id} ({reason})")

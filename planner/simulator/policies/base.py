@@ -74,9 +74,9 @@ class ShapeQueues:
                 return
             run = engine.runs[best[-2]]
             yield best_shape, run
-            heap = shapes.get(best_shape)
-            if heap and heap[0] is best and run.status != "queued":
-                heapq.heappop(heap)
+            head = shapes.get(best_shape)
+            if head and head[0] is best and run.status != "queued":
+                heapq.heappop(head)
 
 
 class VictimIndex:

@@ -204,10 +204,9 @@ class MipPolicy:
                 self.deviations += 1
         # 2. Start what it runs.
         for a in sl.assignments:
-            run = e.by_id.get(a.job)
-            if run is None or run.status != "queued":
-                continue
-            self._start_planned(run, a)
+            planned = e.by_id.get(a.job)
+            if planned is not None and planned.status == "queued":
+                self._start_planned(planned, a)
 
     def _start_planned(self, run: JobRun, a: Any) -> bool:
         e = self.engine
