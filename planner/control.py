@@ -248,6 +248,7 @@ class ControlLoop:
         self.retry_backoff = retry_backoff
         self.max_backoff = max_backoff
         self.progress = progress or (lambda _line: None)
+        self._recorded_until: float | None = None
 
     def now(self) -> float:
         """Scenario time now."""
@@ -278,8 +279,12 @@ class ControlLoop:
                 report = self._apply(plan, index, chosen.end)
                 self._sleep_until(chosen.end)
                 state = self._retry(self.executor.observe)
-                rows = usage_rows(self.scenario, state, self.origin, chosen.start, chosen.end)
+                # From the end of the last record, so the moments spent observing and
+                # planning between epochs are recorded too: the ledger has no gaps.
+                since = self._recorded_until if self._recorded_until is not None else chosen.start
+                rows = usage_rows(self.scenario, state, self.origin, since, chosen.end)
                 self.ledger.record(rows)
+                self._recorded_until = chosen.end
                 summary.slices.append(SliceRecord(epoch, index, chosen.start, chosen.end, report, rows))
                 self.progress(_slice_line(epoch, index, len(plan.slices), report, rows))
             previous = plan
@@ -294,6 +299,7 @@ class ControlLoop:
         state = self._retry(self.executor.observe)
         rows = usage_rows(self.scenario, state, self.origin, span[1], now)
         self.ledger.record(rows)
+        self._recorded_until = now
         if rows:
             self.progress(f"restart: recorded {now - span[1]:.0f}s of usage since the ledger's last record")
         return rows
