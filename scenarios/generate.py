@@ -63,6 +63,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -154,7 +155,8 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
     arrivals = _ArrivalProfile(scenario.start, horizon)
     max_min = scenario.policy.max_min_runtime
 
-    drafts: list[tuple[float, int, Job]] = []
+    # Fields first, Job objects once the ids (submit order) are known.
+    drafts: list[tuple[float, int, dict[str, Any]]] = []
     # Phase 0 is the backlog (all submitted at time 0), phase 1 the week's arrivals.
     phases = ((0, spec.backlog * capacity), (1, spec.load * capacity * horizon))
     for (phase, work), (cls_index, cls) in itertools.product(phases, enumerate(CLASSES)):
@@ -184,8 +186,7 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
             gpu_types, clusters = fits.restriction(
                 int(gpus[i]), restrict[i], restrict_pick[i], pools
             )
-            job = Job(
-                id="tmp",
+            fields = dict(
                 project=user_project[who[i]],
                 user=users[who[i]],
                 gpus=int(gpus[i]),
@@ -199,11 +200,9 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
                 urgent=bool(urgent[i]),
                 kind=_KINDS.get(cls.name),
             )
-            drafts.append((float(submit[i]), cls_index, job))
+            drafts.append((float(submit[i]), cls_index, fields))
     drafts.sort(key=lambda d: (d[0], d[1]))
-    return [
-        job.model_copy(update={"id": f"g{index:05d}"}) for index, (_, _, job) in enumerate(drafts)
-    ]
+    return [Job(id=f"g{index:05d}", **fields) for index, (_, _, fields) in enumerate(drafts)]
 
 
 def _draw_until(
