@@ -133,10 +133,14 @@ def _parse_row(path: Path, line: int, cell: dict[str, str]) -> TraceRow:
             path, f"row {line}, column {column}: expected {expected}, got {cell[column]!r}"
         )
 
+    # fromisoformat is ~10x faster than strptime; it also takes ISO variants, but not
+    # zones, which would not mix with the trace's naive times.
     try:
-        timestamp = datetime.strptime(cell["timestamp"], "%Y-%m-%d %H:%M:%S")
+        timestamp = datetime.fromisoformat(cell["timestamp"])
     except ValueError:
-        raise bad("timestamp", "a time as YYYY-MM-DD HH:MM:SS") from None
+        timestamp = None
+    if timestamp is None or timestamp.tzinfo is not None:
+        raise bad("timestamp", "a time as YYYY-MM-DD HH:MM:SS")
     duration = _number(cell["duration"])
     if duration is None or duration <= 0:
         raise bad("duration", "a positive number of seconds")

@@ -193,6 +193,7 @@ def test_missing_column(tmp_path: Path) -> None:
     ("row", "expected"),
     [
         ("2017-13-02 00:00:00,60,1,60,aaa111", "row 3, column timestamp: expected a time"),
+        ("2017-10-02 00:00:00+02:00,60,1,60,aaa111", "row 3, column timestamp: expected a time"),
         ("2017-10-02 00:00:00,-5,1,-5,aaa111", "row 3, column duration: expected a positive"),
         ("2017-10-02 00:00:00,60,two,60,aaa111", "row 3, column num_gpus: expected a whole"),
         ("2017-10-02 00:00:00,60,1.5,90,aaa111", "row 3, column num_gpus: expected a whole"),
