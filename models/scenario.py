@@ -48,6 +48,17 @@ class PhillySpec(Frozen):
     days: float | None = Field(default=None, gt=0)
     unallocated_share: float = Field(default=0.18, ge=0, le=1)
 
+    @field_validator("project_map", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: object) -> object:
+        # YAML reads an all-digit id such as 103959 as a number; ids are text.
+        if isinstance(value, dict):
+            return {
+                str(k) if isinstance(k, int) and not isinstance(k, bool) else k: v
+                for k, v in value.items()
+            }
+        return value
+
 
 class Workloads(Frozen):
     """Exactly one source of jobs: inline ``jobs``, ``generate``, ``csv`` or ``philly``."""

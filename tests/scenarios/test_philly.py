@@ -144,6 +144,13 @@ def test_project_map_wins(tmp_path: Path) -> None:
     assert jobs["philly-00004"].project == "a/y"
 
 
+def test_numeric_cluster_id_in_project_map(tmp_path: Path) -> None:
+    """An all-digit virtual cluster id written unquoted in YAML still maps."""
+    rows = [("2017-10-02 00:00:00", 60, 1, "103959")]
+    jobs = load_jobs(tmp_path, csv_text(rows), project_map={103959: "a/y"})
+    assert jobs["philly-00002"].project == "a/y"
+
+
 def test_users_round_robin_per_cluster(tmp_path: Path) -> None:
     """A virtual cluster with 100 jobs has 3 users (round(sqrt(100)/3)), dealt round-robin."""
     rows = [(f"2017-10-02 {i // 60:02d}:{i % 60:02d}:00", 60, 1, "ddd444") for i in range(100)]
