@@ -33,7 +33,7 @@ def make_policy(name: str, **options: Any) -> Policy:
 OPTIONS = {
     "legacy": ("seed", "protected_fraction"),
     "fairshare": (),
-    "mip": ("backend", "time_limit", "rel_gap", "replan_slices"),
+    "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane"),
 }
 """The options each policy takes."""
 

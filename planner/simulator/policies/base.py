@@ -100,16 +100,22 @@ class VictimIndex:
         self.cost = cost
         # node -> (clear level: min level of its jobs, entries sorted by cost)
         self.nodes: dict[str, tuple[float, float, list[tuple[float, float, int, int]]]] = {}
+        # Searches that failed since the last change, per allowed-pool key: (threshold,
+        # gpus). Fewer victims (a higher threshold) and a bigger gang fail too, so a pass
+        # over a long queue does not repeat a hopeless node scan.
+        self.failed: dict[Hashable, list[tuple[float, int]]] = {}
         self.invalidate()
 
     def invalidate(self) -> None:
         self.nodes.clear()
+        self.failed.clear()
         self.engine.touched.update(self.engine.cluster.nodes)
 
     def _refresh(self) -> None:
         e = self.engine
         if not e.touched:
             return
+        self.failed.clear()
         runs = e.runs
         for name in e.touched:
             entries = []
@@ -133,6 +139,10 @@ class VictimIndex:
         e = self.engine
         cl = e.cluster
         job = run.job
+        key = (job.gpu_types, job.clusters)
+        failed = self.failed.get(key, ())
+        if any(threshold >= t and job.gpus >= g for t, g in failed):
+            return None
         best: tuple[float, Pool, list[int]] | None = None
         for pool, ps in cl.pools.items():
             if not job.allows(pool.cluster, pool.gpu_type):
@@ -171,5 +181,6 @@ class VictimIndex:
                         ids = sorted({x[3] for _, n in picked for x in self.nodes[n][2]})
                         best = (total, pool, ids)
         if best is None:
+            self.failed.setdefault(key, []).append((threshold, job.gpus))
             return None
         return best[1], [e.runs[i] for i in best[2]]

@@ -14,10 +14,15 @@
   debug job need not wait for the next slice and GPUs freed by early completions do not
   idle. Backfilled work yields its nodes when a planned start needs them (if its
   contract allows); the next plan sees it as running and decides.
+- **Debug fast lane.** A funded debug-class job (8 GPUs or fewer, minimum runtime 15 min
+  or less) that finds no idle hole may, like under ``fairshare``, preempt work past its
+  contract that is unallocated, or resumable work of a project with a higher fair-share
+  ratio; otherwise it would wait up to a whole slice for the next decision point.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -25,8 +30,8 @@ import numpy as np
 
 from models import JobState, Plan, Pool
 from planner.placement import place_gang
-from planner.simulator.engine import Engine
-from planner.simulator.policies.base import Shape, ShapeQueues
+from planner.simulator.engine import Engine, try_place
+from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
 from planner.simulator.state import JobRun
 
 
@@ -46,6 +51,7 @@ class MipPolicy:
         time_limit: float = 10.0,
         rel_gap: float = 0.01,
         replan_slices: bool = False,
+        fast_lane: bool = True,
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -63,6 +69,8 @@ class MipPolicy:
         self.queue = ShapeQueues(_key)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
+        self.fast: dict[int, JobRun] = {}  # queued funded debug-class jobs
+        self.fast_lane = fast_lane
 
     def attach(self, engine: Engine) -> None:
         self.engine = engine
@@ -73,12 +81,15 @@ class MipPolicy:
         self.slice_len = pol.slice_length
         self.slices = pol.slices
         engine.wake_at(0.0, ("epoch", 0))
+        self.victims = VictimIndex(engine, self._level, self._cost)
 
     def enqueue(self, run: JobRun) -> None:
         # A requeued job is no longer one the plan saw running: if backfill restarts it,
         # it is backfilled work.
         self.known_running.discard(run.index)
         self.queue.push(run.job.project, run)
+        if self.fast_lane and run.cls == "debug" and run.job.allocated:
+            self.fast[run.index] = run
 
     def on_contract_end(self, run: JobRun, now: float) -> None:
         if any(n in self.engine.cluster.drained for n in run.nodes):
@@ -161,6 +172,7 @@ class MipPolicy:
                        e.scenario.policy)
         self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
         self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+        self.victims.invalidate()
         jobs = self._snapshot_jobs(now)
         snap = build_snapshot(e.scenario, now, jobs, st)
         t0 = time.perf_counter()
@@ -244,8 +256,43 @@ class MipPolicy:
 
     # -- backfill ----------------------------------------------------------------------
 
+    def _level(self, v: JobRun) -> float:
+        """Victim level for the fast lane: a requester of ratio r may preempt v if > r."""
+        if not self.engine.past_contract(v):
+            return -math.inf
+        if not v.charged:
+            return math.inf
+        return self.ratio[v.job.project] if v.job.resumable else -math.inf
+
+    def _cost(self, v: JobRun) -> float:
+        # Unallocated first, then the lowest standing, then the fewest GPUs.
+        tier = 0.0 if not v.charged else 1e12 - min(self.ratio[v.job.project], 1e3) * 1e8
+        return tier + v.job.gpus
+
+    def _fast_lane(self) -> None:
+        e = self.engine
+        waiting = [r for r in self.fast.values() if r.status == "queued"]
+        self.fast = {r.index: r for r in waiting}
+        if not waiting or e.preemptible_gpus == 0:
+            return
+        waiting.sort(key=lambda r: (self.ratio[r.job.project], _key(r), r.index))
+        for run in waiting:
+            if self._backfill(run):
+                continue
+            found = self.victims.find(run, self.ratio[run.job.project])
+            if found is None:
+                continue
+            for v in found[1]:
+                e.preempt(v, f"fast lane: {run.job.id} ({run.job.project})")
+            placed = try_place(e, run)
+            if placed is not None:
+                e.start(run, *placed, charged=True, detail="charged fast-lane")
+                del self.fast[run.index]
+
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
         e = self.engine
+        if self.fast:
+            self._fast_lane()
         if e.cluster.total_free == 0:
             return
         if dirty:
