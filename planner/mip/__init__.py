@@ -18,11 +18,12 @@ import time
 
 from models import Plan, Snapshot, SolverInfo, SolveStatus
 from planner.mip.assemble import build_plan, place_runs
-from planner.mip.backends import Backend, available_backends, get_backend
+from planner.mip.backends import Backend, SolveResult, available_backends, get_backend
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
-from planner.mip.formulation import apply, hint_from_runs, invert
+from planner.mip.formulation import Formulation, apply, hint_from_runs, invert
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
+from planner.mip.relax import lp_available, neighbourhood, solve_relaxation
 
 
 def plan_epoch(
@@ -79,10 +80,15 @@ def plan_epoch(
             ),
         )
     form.model.hint = hint_from_runs(form, greedy.runs)
-    # 4. Solve, within what is left of the time limit.
-    left = max(time_limit - (time.perf_counter() - t0), 0.01)
+    # 4. Solve, within what is left of the time limit. Large epochs solve the LP
+    # relaxation first, fix what it decided and let the MIP backend repair the rest.
+    note = ""
     try:
-        result = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
+        if form.model.num_vars > LP_GUIDED_VARS and lp_available():
+            result, note = _lp_guided(form, solver, t0, time_limit, rel_gap)
+        else:
+            left = max(time_limit - (time.perf_counter() - t0), 0.01)
+            result = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
     except Exception as exc:  # a backend must not take the planner down
         return _fallback(epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc))
     if result.values is None:
@@ -101,9 +107,49 @@ def plan_epoch(
         seconds=time.perf_counter() - t0,
         fallback=False,
         message=f"{form.model.num_vars} variables, {len(form.model.constraints)} constraints, "
-        f"{len(epoch.classes)} job classes; solver {result.seconds:.2f}s ({result.message})",
+        f"{len(epoch.classes)} job classes; solver {result.seconds:.2f}s ({result.message})"
+        + note,
     )
     return build_plan(epoch, runs, pending, info)
+
+
+#: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
+LP_GUIDED_VARS = 4000
+
+
+def _lp_guided(
+    form: Formulation, solver: Backend, t0: float, time_limit: float, rel_gap: float
+) -> tuple[SolveResult, str]:
+    """LP relaxation, then the MIP over the variables it left fractional (and their kin).
+
+    The bound reported is the LP's, a proven bound of the whole model.
+    """
+    left = max(time_limit - (time.perf_counter() - t0), 0.01)
+    relax = solve_relaxation(form.model, left * 0.5)
+    if relax is None:
+        left = max(time_limit - (time.perf_counter() - t0), 0.01)
+        return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), ""
+    sub = neighbourhood(form.model, relax, form.groups(), form.loose())
+    small, keep, full = sub.restrict(sub.lower, sub.upper)
+    left = max(time_limit - (time.perf_counter() - t0), 0.01)
+    # The sub-problem's own gap is measured against its own bound; aim a little lower so
+    # the gap to the LP bound meets rel_gap.
+    result = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
+    note = f"; LP-guided: LP {relax.seconds:.2f}s, {small.num_vars} variables left free"
+    if result.values is None or result.objective is None:
+        return result, note
+    full[keep] = result.values
+    result = SolveResult(
+        result.status, full, float(form.model.value(full)), None, result.seconds, result.message
+    )
+    assert result.objective is not None
+    bound = max(relax.bound, result.objective)
+    gap = (bound - result.objective) / max(abs(bound), 1.0)
+    status = SolveStatus.OPTIMAL if gap <= 1e-9 else SolveStatus.FEASIBLE
+    return (
+        SolveResult(status, result.values, result.objective, bound, result.seconds, result.message),
+        note,
+    )
 
 
 def _fallback(

@@ -56,6 +56,20 @@ class Formulation:
     #: busy[(node, slice)] -> variable: a running single-node job holds the node.
     busy: dict[tuple[str, int], int] = field(default_factory=dict)
 
+    def groups(self) -> list[list[int]]:
+        """Variables that move together: each job class's, each running job's."""
+        by_class: dict[int, list[int]] = {}
+        for (c, _, _, _), var in self.x.items():
+            by_class.setdefault(c, []).append(var)
+        by_job: dict[int, list[int]] = {}
+        for (j, _), var in self.z.items():
+            by_job.setdefault(j, []).append(var)
+        return list(by_class.values()) + list(by_job.values())
+
+    def loose(self) -> list[int]:
+        """Auxiliary variables (utility segments, busy nodes) that follow the others."""
+        return list(self.u.values()) + list(self.busy.values())
+
     @property
     def trivial(self) -> bool:
         """Nothing to decide: no queued job to start and no running job to preempt."""

@@ -105,3 +105,48 @@ class LinearModel:
             if not ok:
                 out.append(c.name or "constraint")
         return out
+
+    def restrict(
+        self, lower: list[int], upper: list[int]
+    ) -> tuple[LinearModel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The model over the variables with ``lower < upper``, the others substituted.
+
+        Returns the smaller model, the original index of each of its variables, and the
+        full value vector with the fixed variables set (the free ones at 0): a solution
+        ``y`` of the small model maps back as ``full[keep] = y``.
+        """
+        lo = np.asarray(lower, dtype=np.int64)
+        hi = np.asarray(upper, dtype=np.int64)
+        free = lo < hi
+        keep = np.flatnonzero(free)
+        new_index = np.full(self.num_vars, -1, dtype=np.int64)
+        new_index[keep] = np.arange(len(keep))
+        full = np.where(free, 0, lo)
+        small = LinearModel(
+            names=[self.names[v] for v in keep],
+            lower=[int(lo[v]) for v in keep],
+            upper=[int(hi[v]) for v in keep],
+        )
+        for c in self.constraints:
+            mask = free[c.vars]
+            fixed = int(np.dot(c.coefs[~mask], full[c.vars[~mask]])) if (~mask).any() else 0
+            if not mask.any():
+                continue  # all fixed: the caller's bounds are assumed consistent
+            small.constraints.append(
+                Constraint(
+                    vars=new_index[c.vars[mask]],
+                    coefs=c.coefs[mask],
+                    sense=c.sense,
+                    rhs=c.rhs - fixed,
+                    name=c.name,
+                )
+            )
+        offset = self.objective_offset
+        for v, coef in self.objective.items():
+            if free[v]:
+                small.objective[int(new_index[v])] = coef
+            else:
+                offset += coef * int(full[v])
+        small.objective_offset = offset
+        small.hint = {int(new_index[v]): h for v, h in self.hint.items() if free[v]}
+        return small, keep, full

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,3 +51,21 @@ class Backend(Protocol):
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
         """Maximize ``model`` within ``time_limit`` seconds, stopping at ``rel_gap``."""
         ...
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Silence the solver's own banner, which it writes straight to file descriptor 1."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (some embedders): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from models import SolveStatus
-from planner.mip.backends.base import SolveResult
+from planner.mip.backends.base import SolveResult, quiet_stdout
 from planner.mip.model import LinearModel
 
 
@@ -65,7 +61,7 @@ class PulpBackend:
                 prob += (expr == c.rhs, f"c{k}")
         remaining = max(time_limit - (time.perf_counter() - t0), 0.01)
         try:
-            with _quiet():
+            with quiet_stdout():
                 prob.solve(self._make_solver(remaining, rel_gap))
         except Exception as exc:  # solver binaries fail in many ways; report, never raise
             return SolveResult(SolveStatus.ERROR, None, None, None, time.perf_counter() - t0, str(exc))
@@ -100,21 +96,3 @@ def _highs_bound(prob: Any) -> float | None:
     except Exception:  # an older highspy without the field
         return None
     return value if abs(value) < 1e300 else None
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Silence the solver's own banner, which it writes straight to file descriptor 1."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no real stdout (some embedders): nothing to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
