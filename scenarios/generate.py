@@ -13,6 +13,8 @@ Offered load
     interactive 5%, batch 39.5%, pretrain 34%, unallocated 18%), and jobs of a class are
     drawn until the class's GPU-time is reached (the cut nearest the target), so the
     realised load matches ``spec.load`` within half a job per class, whatever the seed.
+    Gang sizes come in shuffled blocks of 20 that hold each size in proportion to its
+    weight, so even a short run has the whole mix.
     ``spec.backlog`` adds work already queued at time 0, in capacity-time (``36h`` is
     36 hours of every GPU), split the same way over batch, pretrain and unallocated work
     only (people submit debug work and sessions live).
@@ -99,6 +101,7 @@ class JobClass:
     sweep_mean: float = 1.0
 
 
+SIZE_BLOCK = 20
 SWEEP_DEBUG = 1.5
 SWEEP_BATCH = 4.0
 SWEEP_UNALLOCATED = 8.0
@@ -223,7 +226,7 @@ def _draw_until(
         size = rng.geometric(1.0 / cls.sweep_mean, size=batch)
         group = np.repeat(np.arange(batch), size)
         rank = np.arange(len(group)) - np.repeat(np.cumsum(size) - size, size)
-        g = rng.choice(np.asarray(values), size=batch, p=weights)[group]
+        g = _stratified(rng, values, weights, batch)[group]
         d = np.exp(rng.normal(np.log(cls.duration_median), cls.duration_sigma, size=len(group)))
         d = np.round(np.clip(d, cls.duration_min, cls.duration_max))
         work = np.cumsum(g * d) + total
@@ -245,6 +248,25 @@ def _draw_until(
     # Renumber sweeps densely (the last batch may end inside a sweep).
     _, dense = np.unique(grp, return_inverse=True)
     return g_all, d_all, dense, rnk
+
+
+def _stratified(
+    rng: np.random.Generator, values: tuple[int, ...], weights: np.ndarray, n: int
+) -> np.ndarray:
+    """``n`` gang sizes in shuffled blocks of :data:`SIZE_BLOCK` that follow the weights.
+
+    Independent draws would let a week of ~30 pretraining jobs miss the 512-GPU gangs
+    altogether; blocks keep each size's count within one of its share in every block.
+    """
+    exact = np.asarray(weights) * SIZE_BLOCK
+    counts = np.floor(exact).astype(int)
+    # Largest remainders take the slots that rounding down left over.
+    for k in np.argsort(-(exact - counts), kind="stable")[: SIZE_BLOCK - counts.sum()]:
+        counts[k] += 1
+    pattern = np.repeat(np.asarray(values), counts)
+    blocks = [rng.permutation(pattern) for _ in range(-(-n // SIZE_BLOCK))]
+    out: np.ndarray = np.concatenate(blocks)[:n]
+    return out
 
 
 def _contract(
