@@ -69,6 +69,10 @@ class SweepError(ScenarioError):
     """Bad sweep input (a grid key, the seeds, the scheduler...): nothing was run."""
 
 
+class SchedulerUnreachable(SweepError):
+    """The Dask scheduler given by address did not answer."""
+
+
 # -- the base scenario and the points -------------------------------------------------
 
 
@@ -532,11 +536,13 @@ def _fsync_dir(path: Path) -> None:
 
 def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Rows as a frame; columns in first-seen order with elapsed time last."""
-    columns: dict[str, None] = {}
+    columns: dict[str, None] = {POINT_COLUMN: None}
     for row in rows:
         for column in row:
             if column != ELAPSED_COLUMN:
                 columns[column] = None
+    columns.setdefault(POLICY_COLUMN, None)
+    columns.setdefault(ERROR_COLUMN, None)
     columns[ELAPSED_COLUMN] = None
     frame = pd.DataFrame([dict(r) for r in rows], columns=list(columns))
     # pandas turns None into NaN next to strings; keep None so `error is None` holds.
@@ -742,18 +748,21 @@ def _dask_client(workers: int, scheduler: str | None, client: Client | None) -> 
         try:
             connected = dd.Client(scheduler, timeout="10s")
         except (OSError, TimeoutError, ValueError) as exc:
-            raise SweepError(None, f"cannot connect to the Dask scheduler at {scheduler}: {exc}") from None
+            raise SchedulerUnreachable(
+                None, f"cannot connect to the Dask scheduler at {scheduler}: {exc}"
+            ) from None
         with connected:
             yield connected
         return
     # Processes, one thread each: the simulator is pure Python, so threads would share
-    # one GIL. No dashboards: their fixed ports clash between concurrent sweeps.
+    # one GIL. The scheduler's HTTP server takes any free port (a fixed one clashes
+    # between concurrent sweeps); the workers start none.
     with (
         dd.LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             worker_dashboard_address=None,
             silence_logs=logging.ERROR,
         ) as cluster,

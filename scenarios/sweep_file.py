@@ -10,7 +10,8 @@ The shape (documented in ``docs/sweeps.md``)::
       policy.lookback: [3d, 7d, 14d]
       org.research.share: [2, 3, 4]
     options: {}                 # extra keyword options for the simulator
-    out: lookback-results       # result folder, relative to this file (--out overrides)
+    out: lookback-results       # result folder, relative to this file (--out overrides;
+                                # left out: <file stem>-results in the current folder)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scenarios.errors import ScenarioError, from_validation_error
 from scenarios.load import bundled_scenarios
-from scenarios.sweep import SweepBase, SweepError, SweepReport, run_sweep
+from scenarios.sweep import SchedulerUnreachable, SweepBase, SweepError, SweepReport, run_sweep
 
 
 class SweepSpec(BaseModel):
@@ -69,13 +70,13 @@ class SweepFile:
         )
 
     def out_dir(self, override: str | Path | None = None) -> Path:
-        """``override``, else ``out`` relative to the sweep file, else ``<stem>-results``
-        next to it (next to the file, so a rerun from another folder resumes too)."""
+        """``override``, else the file's ``out`` (relative to the sweep file), else
+        ``<stem>-results`` in the current folder (never next to a bundled example)."""
         if override is not None:
             return Path(override)
         if self.spec.out is not None:
             return self.path.parent / self.spec.out
-        return self.path.parent / f"{self.path.stem}-results"
+        return Path(f"{self.path.stem}-results")
 
     def run(
         self,
@@ -86,10 +87,9 @@ class SweepFile:
         progress: bool = False,
     ) -> SweepReport:
         """Run the sweep; errors in the grid or seeds name this file and the field."""
+        base_path = self.base_path
         try:
-            base = SweepBase.from_any(self.base_path)
-        except SweepError:
-            raise
+            base = SweepBase.from_any(base_path)
         except ScenarioError as exc:
             raise ScenarioError(self.path, f"base: {exc}") from None
         try:
@@ -105,6 +105,8 @@ class SweepFile:
                 scheduler=scheduler,
                 progress=progress,
             )
+        except SchedulerUnreachable:
+            raise  # about the --scheduler address, not this file
         except SweepError as exc:
             if exc.file is not None:
                 raise

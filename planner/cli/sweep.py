@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 import pandas as pd
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="result folder (default: the file's 'out', else SWEEP-results next to the file)",
+        help="result folder (default: the file's 'out', else SWEEP-results in the current folder)",
     )
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     p.set_defaults(func=run)
@@ -64,12 +65,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers: expected 0 or more, got {args.workers}")
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     sweep_file = load_sweep_file(args.file)
-    report = sweep_file.run(
-        out=args.out,
-        workers=workers,
-        scheduler=args.scheduler,
-        progress=not args.no_progress,
-    )
+    out = sweep_file.out_dir(args.out)
+    try:
+        report = sweep_file.run(
+            out=out, workers=workers, scheduler=args.scheduler, progress=not args.no_progress
+        )
+    except KeyboardInterrupt:
+        saved = len(list((out / "points").glob("*.parquet")))
+        print(
+            f"gpuplan sweep: stopped; {saved} finished points are saved in {out / 'points'}: "
+            "run the same command again to carry on",
+            file=sys.stderr,
+        )
+        raise
     print(results_table(report.frame, list(sweep_file.spec.grid)))
     print()
     print(outcome_line(report))

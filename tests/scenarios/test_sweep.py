@@ -129,7 +129,7 @@ def two_workers() -> Iterator[Client]:
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             worker_dashboard_address=None,
             silence_logs=logging.CRITICAL,
         ) as cluster,
