@@ -45,6 +45,9 @@ class SimulationResult:
         Per project and hour: demand, owed and delivered H100-equivalent GPU-hours.
     events
         The event log (``planner.simulator.validate`` checks it).
+    options, extra
+        The policy options used, and the policy's own figures (for ``mip``: plans,
+        fallbacks, deviations from the plan, wall seconds per plan).
     """
 
     policy: str
@@ -57,6 +60,7 @@ class SimulationResult:
     hourly: pd.DataFrame
     events: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def default_horizon(scenario: Scenario) -> float:
@@ -113,7 +117,8 @@ def simulate(
     out = compute(engine)
     engine.ledger.close()
     return SimulationResult(
-        policy=policy, scenario=scenario.name, horizon=horizon, options=dict(options), **out
+        policy=policy, scenario=scenario.name, horizon=horizon, options=dict(options),
+        extra=engine.policy.extra_summary(), **out
     )
 
 

@@ -48,35 +48,52 @@ class ShapeQueues:
             heapq.heappop(heap)
 
     def iter_group(
-        self, engine: Engine, group: Hashable, dead: set[Shape]
+        self,
+        engine: Engine,
+        group: Hashable,
+        dead: set[Shape],
+        skip: set[int] | None = None,
     ) -> Iterator[tuple[Shape, JobRun]]:
         """Heads of the group's shapes in key order, skipping shapes in ``dead``.
 
-        The consumer either starts the yielded job (it leaves the queue) or adds its
-        shape to ``dead``; both move the iteration on.
+        The consumer either starts the yielded job (it leaves the queue), adds its shape
+        to ``dead``, or adds its index to ``skip`` (only that job is passed over, for the
+        rest of this iteration); each moves the iteration on.
         """
         shapes = self.groups.get(group)
         if not shapes:
             return
-        while True:
-            best: tuple[Any, ...] | None = None
-            best_shape: Shape | None = None
+        stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = []
+        try:
+            while True:
+                best: tuple[Any, ...] | None = None
+                best_shape: Shape | None = None
+                for shape, heap in list(shapes.items()):
+                    if shape in dead:
+                        continue
+                    self._clean(engine, heap)
+                    while skip and heap and heap[0][-2] in skip:
+                        stash.append((heap, heapq.heappop(heap)))
+                        self._clean(engine, heap)
+                    if not heap:
+                        if not any(h is heap for h, _ in stash):
+                            del shapes[shape]
+                        continue
+                    if best is None or heap[0] < best:
+                        best, best_shape = heap[0], shape
+                if best is None or best_shape is None:
+                    return
+                run = engine.runs[best[-2]]
+                yield best_shape, run
+                head = shapes.get(best_shape)
+                if head and head[0] is best and run.status != "queued":
+                    heapq.heappop(head)
+        finally:
+            for heap, entry in stash:
+                heapq.heappush(heap, entry)
             for shape, heap in list(shapes.items()):
-                if shape in dead:
-                    continue
-                self._clean(engine, heap)
                 if not heap:
                     del shapes[shape]
-                    continue
-                if best is None or heap[0] < best:
-                    best, best_shape = heap[0], shape
-            if best is None or best_shape is None:
-                return
-            run = engine.runs[best[-2]]
-            yield best_shape, run
-            head = shapes.get(best_shape)
-            if head and head[0] is best and run.status != "queued":
-                heapq.heappop(head)
 
 
 class VictimIndex:

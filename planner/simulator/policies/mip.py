@@ -69,6 +69,7 @@ class MipPolicy:
         self.queue = ShapeQueues(_key)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
+        self.failed_starts: set[str] = set()  # planned starts that found no room (this slice)
         self.fast: dict[int, JobRun] = {}  # queued funded debug-class jobs
         self.fast_lane = fast_lane
 
@@ -198,9 +199,10 @@ class MipPolicy:
         sl = plan.slices[k]
         want = {a.job: a for a in sl.assignments}
         self.want = want
-        # Nodes later slices start work on: backfill keeps off them.
+        # Nodes this and later slices start work on: backfill keeps off them.
         self.reserved = set()
-        for later in plan.slices[k + 1:]:
+        self.failed_starts = set()
+        for later in plan.slices[k:]:
             for a in later.assignments:
                 r = e.by_id.get(a.job)
                 if r is not None and not (r.status == "running" and r.nodes == a.nodes):
@@ -226,7 +228,6 @@ class MipPolicy:
         pool = Pool(a.cluster, a.gpu_type)
         ps = cl.pools.get(pool)
         if ps is None:
-            self.deviations += 1
             return False
         nodes = tuple(a.nodes)
         size = cl.nodes[nodes[0]].size if nodes and nodes[0] in cl.nodes else 0
@@ -247,7 +248,9 @@ class MipPolicy:
         if not ok:
             alt = place_gang(ps.open_free, ps.size, run.job.gpus, prefer=nodes)
             if alt is None:
-                self.deviations += 1
+                if run.job.id not in self.failed_starts:
+                    self.failed_starts.add(run.job.id)
+                    self.deviations += 1
                 return False
             nodes = alt
         e.start(run, pool, nodes, charged=a.charged,
@@ -277,6 +280,8 @@ class MipPolicy:
             return
         waiting.sort(key=lambda r: (self.ratio[r.job.project], _key(r), r.index))
         for run in waiting:
+            if run.job.id in self.want:
+                continue  # the plan starts it on its nodes
             if self._backfill(run):
                 continue
             found = self.victims.find(run, self.ratio[run.job.project])
@@ -305,9 +310,12 @@ class MipPolicy:
             return
         # Greedy backfill: fair-share order, idle GPUs off reserved nodes, no preemption.
         dead: set[Shape] = set()
+        skip: set[int] = set()
         for project in self.order:
-            for shape, run in self.queue.iter_group(e, project, dead):
-                if not self._backfill(run):
+            for shape, run in self.queue.iter_group(e, project, dead, skip):
+                if run.job.id in self.want:
+                    skip.add(run.index)  # planned now: only on its planned nodes
+                elif not self._backfill(run):
                     dead.add(shape)
                 if e.cluster.total_free == 0:
                     return
