@@ -1,0 +1,100 @@
+"""Policy behaviours on inline scenarios small enough to follow by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.simulator import simulate
+from planner.simulator.validate import check_result
+
+H = 3600.0
+
+
+def test_legacy_protects_up_to_the_team_limit_and_drains_the_rest(scenario):
+    """With a limit of 8 protected GPUs, one of two 8-GPU jobs runs preemptible; it is the
+    one on the drained node, so it leaves at the drain's start (drain time 0)."""
+    s = scenario(
+        [
+            {"id": "A", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": H},
+            {"id": "B", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": H},
+        ],
+        nodes=2,
+        maintenance=[{"nodes": 1, "start": H, "duration": H}],
+    )
+    r = simulate(s, "legacy", days=4 / 24, protected_fraction=0.5)
+    ev = r.events
+    starts = ev[ev["event"] == "start"].set_index("job")
+    assert sorted(starts["detail"]) == ["preemptible", "protected"]
+    loose = starts.index[starts["detail"] == "preemptible"][0]
+    assert starts.loc[loose, "nodes"] == s.nodes[-1].name  # the drained node
+    pre = ev[ev["event"] == "preempt"]
+    assert list(pre["job"]) == [loose] and list(pre["t"]) == [H]
+    assert r.summary["maintenance_drain_h"] == pytest.approx(0.0)
+    assert check_result(s, r) == []
+
+
+def test_fairshare_runs_unallocated_work_only_on_idle_gpus_and_preempts_it(scenario):
+    """Free work fills the idle node; a funded job arriving later takes it back at once."""
+    s = scenario(
+        [
+            {"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+             "resumable": True},
+            {"id": "F", "project": "b", "gpus": 8, "duration": H, "min_runtime": H,
+             "submit": 600},
+        ],
+        shares={"a": 1, "b": 1},
+    )
+    r = simulate(s, "fairshare", days=3 / 24)
+    jobs = r.jobs.set_index("job")
+    assert jobs.loc["U", "first_start"] == 0.0
+    assert jobs.loc["F", "wait_s"] == 0.0
+    assert jobs.loc["U", "preemptions"] == 1
+    assert check_result(s, r) == []
+
+
+def _busy_node_and_debug_job(scenario):
+    return scenario(
+        [
+            {"id": "F", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H},
+            {"id": "U", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": 0,
+             "resumable": True},
+            {"id": "D", "project": "a", "gpus": 1, "duration": 300, "min_runtime": 300,
+             "submit": 100},
+        ],
+        nodes=2,
+    )
+
+
+def test_mip_debug_job_uses_the_fast_lane_between_decision_points(scenario):
+    """A debug job arriving mid-slice on a full cluster preempts unallocated work and
+    starts at once instead of waiting for the next plan."""
+    s = _busy_node_and_debug_job(scenario)
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
+    assert r.jobs.set_index("job").loc["D", "wait_s"] == 0.0
+    assert r.summary["plan_seconds_p50"] is not None
+    assert check_result(s, r) == []
+
+
+def test_mip_without_fast_lane_waits_for_a_decision_point(scenario):
+    """With the fast lane off, the same debug job waits at least until a slice boundary."""
+    s = _busy_node_and_debug_job(scenario)
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0, fast_lane=False)
+    assert r.jobs.set_index("job").loc["D", "wait_s"] >= s.policy.slice_length - 100
+    assert check_result(s, r) == []
+
+
+def test_mip_backfills_idle_gpus_between_decision_points(scenario):
+    """A job submitted mid-slice onto an idle node starts on submission (backfill)."""
+    s = scenario(
+        [
+            {"id": "F", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H},
+            {"id": "G", "project": "a", "gpus": 4, "duration": H, "min_runtime": H,
+             "submit": 1000},
+        ],
+        nodes=2,
+    )
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
+    jobs = r.jobs.set_index("job")
+    assert jobs.loc["G", "wait_s"] == 0.0
+    assert jobs.loc["G", "end"] == pytest.approx(1000 + H)
+    assert check_result(s, r) == []
