@@ -225,6 +225,18 @@ def test_seeds_and_generator_fields_apply_to_generated_workloads(generated: Path
     assert same.loc[0, "workload"] == frame.loc[0, "workload"]
 
 
+def test_a_loaded_scenario_is_a_base_like_its_file() -> None:
+    """A loaded :class:`Scenario` as the base gives the same metrics as its file."""
+    grid = {"org.research.share": [2, 5], "maintenance[0].duration": ["1h"]}
+    from_file = sweep("tiny", grid=grid, days=DAYS)
+    from_model = sweep(load_scenario("tiny"), grid=grid, days=DAYS)
+    assert from_file["error"].isna().all()
+    # The point keys differ (they hash the base's text); the results do not.
+    pd.testing.assert_frame_equal(
+        results(from_model).drop(columns="point"), results(from_file).drop(columns="point")
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "message"),
     [
