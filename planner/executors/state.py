@@ -84,9 +84,14 @@ class ClusterState(Frozen):
     jobs: tuple[ObservedJob, ...] = ()
 
     def job(self, name: str) -> ObservedJob | None:
-        """The managed job named ``name`` (the most recent one if names repeat)."""
+        """The managed job named ``name``.
+
+        A name can repeat once a job has finished (the cluster keeps finished jobs for a
+        while and the name may be submitted again): the unfinished one wins.
+        """
         found = [j for j in self.jobs if j.job == name and j.managed]
-        return found[-1] if found else None
+        live = [j for j in found if j.phase != "finished"]
+        return (live or found)[-1] if found else None
 
     def node(self, name: str) -> ObservedNode | None:
         for n in self.nodes:

@@ -268,16 +268,19 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
 
 @pytest.fixture()
 def slurm(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    """The shared Slurm with no jobs and every node in service, before and after the test."""
+    """The shared Slurm with no active job and every node in service when the test starts.
+
+    Cleaning up before each test (not after) is enough for isolation and halves the
+    waiting for jobs to stop; the session fixture cancels what the last test left.
+    """
     if slurm_cluster.ctld is None or slurm_cluster.ctld.poll() is not None:
         slurm_cluster.start_controller()
     slurm_cluster.cancel_all()
     slurm_cluster.reset_nodes()
     yield slurm_cluster
     if slurm_cluster.ctld is None or slurm_cluster.ctld.poll() is not None:
+        # A test that stopped the controller and failed before restarting it.
         slurm_cluster.start_controller()
-    slurm_cluster.cancel_all()
-    slurm_cluster.reset_nodes()
 
 
 # -- hand-built scenario and plans shared by the executor tests ----------------------------
