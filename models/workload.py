@@ -14,7 +14,12 @@ DEBUG_MAX_MIN_RUNTIME = 15 * 60.0
 
 
 class JobKind(StrEnum):
-    """What a job is for; derived from its shape when the file leaves it out."""
+    """What a job is for; derived from its shape when the file leaves it out.
+
+    Derived rule: ``debug`` for funded jobs of at most 8 GPUs with a minimum runtime of
+    at most 15 min; ``batch`` otherwise (free work, ``min_runtime == 0``, is batch).
+    ``interactive`` is only ever given explicitly.
+    """
 
     DEBUG = "debug"
     BATCH = "batch"
@@ -52,7 +57,7 @@ class Job(Frozen):
         if self.kind is None:
             kind = (
                 JobKind.DEBUG
-                if self.gpus <= DEBUG_MAX_GPUS and self.min_runtime <= DEBUG_MAX_MIN_RUNTIME
+                if self.gpus <= DEBUG_MAX_GPUS and 0 < self.min_runtime <= DEBUG_MAX_MIN_RUNTIME
                 else JobKind.BATCH
             )
             object.__setattr__(self, "kind", kind)

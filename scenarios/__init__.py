@@ -9,7 +9,18 @@ from scenarios.load import (
     scenario_from_dict,
     write_scenario,
 )
-from scenarios.sweep import sweep
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    # Sweeps pull in pandas and Dask; load them only when asked, so every gpuplan
+    # command does not pay their import time.
+    if name == "sweep":
+        from scenarios.sweep import sweep
+
+        return sweep
+    raise AttributeError(f"module 'scenarios' has no attribute {name!r}")
 
 __all__ = [
     "ScenarioError",

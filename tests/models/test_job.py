@@ -44,3 +44,8 @@ def test_allows_checks_types_and_clusters() -> None:
     assert job.allows("beta", "B200")
     assert not job.allows("alpha", "B200")
     assert not job.allows("beta", "H100")
+
+
+def test_free_small_job_is_batch() -> None:
+    """Free work (min_runtime 0) is never derived as debug, however small."""
+    assert Job(id="a", project="p", gpus=1, min_runtime=0).kind is JobKind.BATCH
