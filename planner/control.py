@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from models import Job, JobState, Plan, Scenario, Snapshot
+from models import Job, JobState, NodeState, Plan, Scenario, Snapshot
 from planner.executors.protocol import Executor, ExecutorUnavailable, SupportsSubmit
 from planner.executors.state import ApplyReport, ClusterState, ObservedJob
 from planner.fairshare import job_rate, org_at, water_fill
@@ -154,9 +154,24 @@ def live_demand(scenario: Scenario, jobs: tuple[JobState, ...]) -> dict[str, flo
 def live_snapshot(
     scenario: Scenario, state: ClusterState, origin: float, now: float, ledger: Ledger | None
 ) -> Snapshot:
-    """The snapshot of the observed cluster at scenario time ``now``."""
+    """The snapshot of the observed cluster at scenario time ``now``.
+
+    Nodes the cluster reports drained (or does not report at all) are drained from
+    ``now`` on, open-ended, on top of the scenario's maintenance windows, so the
+    planner gives them no new work and moves work off them as contracts allow.
+    """
     jobs = live_jobs(scenario, state, origin)
-    return build_snapshot(scenario, now, jobs, ledger=ledger, demand=live_demand(scenario, jobs))
+    snap = build_snapshot(scenario, now, jobs, ledger=ledger, demand=live_demand(scenario, jobs))
+    observed = {n.name: n for n in state.nodes}
+    nodes = []
+    for ns in snap.nodes:
+        seen = observed.get(ns.node.name)
+        if seen is None or seen.drained:
+            start = now if ns.drain_start is None else min(ns.drain_start, now)
+            nodes.append(NodeState(node=ns.node, drain_start=start, drain_end=None))
+        else:
+            nodes.append(ns)
+    return snap.model_copy(update={"nodes": tuple(nodes)})
 
 
 def usage_rows(

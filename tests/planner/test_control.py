@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from models import Plan, Scenario
-from planner.control import ControlLoop, live_jobs, load_origin
+from planner.control import ControlLoop, live_jobs, live_snapshot, load_origin
 from planner.executors import ApplyReport, ClusterState, ExecutorUnavailable, ObservedJob
 from planner.executors.dryrun import DryRunExecutor
 from planner.ledger import Ledger
@@ -168,3 +168,19 @@ def test_origin_is_kept_next_to_the_ledger(tmp_path: Path) -> None:
     path.write_text("{oops")
     with pytest.raises(ValueError, match="not a gpuplan run origin file"):
         load_origin(path, 5.0)
+
+
+def test_nodes_drained_on_the_cluster_get_no_planned_work(tiny: Scenario) -> None:
+    """A node the cluster reports drained is drained in the snapshot, and no slice of the
+    resulting plan uses it; a node the cluster does not report is treated the same way."""
+    clock = FakeTime()
+    ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    ex.drain("beta-b200-000", "psu")
+    state = ex.observe()
+    partial = state.model_copy(update={"nodes": tuple(n for n in state.nodes if n.name != "alpha-h100-000")})
+    snap = live_snapshot(tiny, partial, ORIGIN, 0.0, None)
+    drained = {ns.node.name for ns in snap.nodes if ns.drained_at(0.0)}
+    assert drained == {"beta-b200-000", "alpha-h100-000"}
+    summary = _loop(tiny, ex, Ledger(), clock).run(epochs=1)
+    used = {n for s in summary.plans[0].slices for a in s.assignments for n in a.nodes}
+    assert used and "beta-b200-000" not in used
