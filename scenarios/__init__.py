@@ -10,17 +10,9 @@ from scenarios.load import (
     write_scenario,
 )
 
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    # Sweeps pull in pandas and Dask; load them only when asked, so every gpuplan
-    # command does not pay their import time.
-    if name == "sweep":
-        from scenarios.sweep import sweep
-
-        return sweep
-    raise AttributeError(f"module 'scenarios' has no attribute {name!r}")
+# Bound after the submodule of the same name is loaded, so `scenarios.sweep` is always the
+# function. Importing it is cheap: pandas and Dask load only when a sweep runs.
+from scenarios.sweep import sweep
 
 __all__ = [
     "ScenarioError",

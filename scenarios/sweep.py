@@ -39,17 +39,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml
 from pydantic import ValidationError
-from tqdm import tqdm
 
 from models import OrgUnit, Scenario, with_shares
 from scenarios.errors import ScenarioError, field_path, from_validation_error
 from scenarios.load import resolve_path, scenario_from_dict
 
 if TYPE_CHECKING:
+    import pandas as pd
     from distributed import Client
+
+# pandas, tqdm and distributed are imported where they are used: `scenarios` exports
+# `sweep`, and every gpuplan command imports `scenarios`, so this module must stay cheap.
 
 log = logging.getLogger(__name__)
 
@@ -482,11 +484,11 @@ class PointStore:
             if not path.exists():
                 continue
             try:
-                rows = pd.read_parquet(path).to_dict("records")
+                rows = _pandas().read_parquet(path).to_dict("records")
             except Exception as exc:  # an unreadable file is recomputed, not fatal
                 log.warning("ignoring unreadable result file %s: %s", path, exc)
                 continue
-            if rows and pd.isna(rows[0].get(ERROR_COLUMN)):
+            if rows and _pandas().isna(rows[0].get(ERROR_COLUMN)):
                 out[key] = {str(k): v for k, v in rows[0].items()}
                 out[key][ERROR_COLUMN] = None
         return out
@@ -521,6 +523,12 @@ class PointStore:
         return written
 
 
+def _pandas() -> Any:
+    import pandas
+
+    return pandas
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -544,7 +552,7 @@ def _frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     columns.setdefault(POLICY_COLUMN, None)
     columns.setdefault(ERROR_COLUMN, None)
     columns[ELAPSED_COLUMN] = None
-    frame = pd.DataFrame([dict(r) for r in rows], columns=list(columns))
+    frame: pd.DataFrame = _pandas().DataFrame([dict(r) for r in rows], columns=list(columns))
     # pandas turns None into NaN next to strings; keep None so `error is None` holds.
     errors = frame[ERROR_COLUMN].astype(object)
     frame[ERROR_COLUMN] = errors.where(errors.notna(), None)
@@ -689,6 +697,8 @@ def run_sweep(
     todo = {p.key: p for p in points if p.key not in rows}
     tasks = [PointTask(sweep_base, p, days, options, runner) for p in todo.values()]
     failed = 0
+
+    from tqdm import tqdm
 
     bar = tqdm(
         total=len(points),

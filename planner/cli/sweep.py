@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.cli.errors import UsageError
 from planner.cli.table import format_table
 from scenarios.sweep import ERROR_COLUMN, POINT_COLUMN, SEED_COLUMN, SweepReport
 from scenarios.sweep_file import load_sweep_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Metrics the end-of-sweep table shows, when the simulator reports them.
 HEADLINE = (
@@ -114,7 +116,7 @@ def results_table(frame: pd.DataFrame, grid_keys: list[str]) -> str:
 
 
 def _cell(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, str) and len(value) > 60:
         return value[:57] + "..."

@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from models import Scenario
 from planner.simulator import simulate
-from scenarios import load_scenario, sweep
+from scenarios import bundled_scenarios, load_scenario, sweep
 from scenarios.sweep import (
     ELAPSED_COLUMN,
     SweepBase,
@@ -235,6 +235,26 @@ def test_a_loaded_scenario_is_a_base_like_its_file() -> None:
     pd.testing.assert_frame_equal(
         results(from_model).drop(columns="point"), results(from_file).drop(columns="point")
     )
+
+
+def test_relative_workload_paths_resolve_against_the_base_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base whose jobs come from a CSV beside it still finds them, whatever the current
+    folder, when a point's scenario is rebuilt."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "jobs.csv").write_text(
+        "id,project,submit,duration,gpus,min_runtime\n"
+        "a,research/nlp,0s,1h,8,30m\n"
+        "b,infra,10m,2h,16,1h\n"
+    )
+    text = bundled_scenarios()["tiny"].read_text()
+    (folder / "base.yaml").write_text(text.split("workloads:")[0] + "workloads: {csv: jobs.csv}\n")
+    monkeypatch.chdir(tmp_path)
+    frame = sweep("study/base.yaml", grid={"policy.slices": [2, 4]}, runner=echo_runner)
+    assert frame["error"].isna().all()
+    assert list(frame["jobs"]) == [2, 2]
 
 
 @pytest.mark.parametrize(
