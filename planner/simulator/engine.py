@@ -405,7 +405,7 @@ class Engine:
             self.acct.segments.append(
                 (run.index, run.run_start, self.horizon, run.job.gpus * run.rate, run.charged)
             )
-        self._check_drains(final=True)
+        self._check_drains()
         if bar is not None:
             bar.close()
 
@@ -415,7 +415,11 @@ class Engine:
         for n in names:
             self._busy_nd -= self._node_busy[n] if n not in self.cluster.drained else 0.0
             self.cluster.drain(n)
-        window = {"index": index, "start": self.now, "nodes": names, "free_at": math.nan}
+        # The runs on the nodes at the drain's start: the nodes are free once all have
+        # left (work placed there after the window ended does not count).
+        blocking = {(i, self.runs[i].token) for n in names for i in self.cluster.jobs_on[n]}
+        window = {"index": index, "start": self.now, "nodes": names, "free_at": math.nan,
+                  "blocking": blocking}
         self.drain_windows.append(window)
         self.record("drain_start", None, f"maintenance[{index}]", names)
         for n in names:
@@ -428,9 +432,12 @@ class Engine:
                 self._busy_nd += self._node_busy[n]
         self.record("drain_end", None, f"maintenance[{index}]", names)
 
-    def _check_drains(self, final: bool = False) -> None:
+    def _check_drains(self) -> None:
         for w in self.drain_windows:
-            if math.isnan(w["free_at"]) and all(not self.cluster.jobs_on[n] for n in w["nodes"]):
+            if not math.isnan(w["free_at"]):
+                continue
+            w["blocking"] = {(i, tok) for i, tok in w["blocking"] if self.runs[i].token == tok}
+            if not w["blocking"]:
                 w["free_at"] = self.now
                 self.record("drained", None, f"maintenance[{w['index']}]", w["nodes"])
 

@@ -63,7 +63,8 @@ class MipPolicy:
         self.fallbacks = 0
         self.deviations = 0
         self.known_running: set[int] = set()  # jobs running when the current plan was made
-        self.reserved: set[str] = set()  # nodes later slices of the plan start work on
+        # GPUs per node that this and later slices of the plan start work on
+        self.reserved: dict[str, int] = {}
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
         self.queue = ShapeQueues(_key)
@@ -199,14 +200,7 @@ class MipPolicy:
         sl = plan.slices[k]
         want = {a.job: a for a in sl.assignments}
         self.want = want
-        # Nodes this and later slices start work on: backfill keeps off them.
-        self.reserved = set()
         self.failed_starts = set()
-        for later in plan.slices[k:]:
-            for a in later.assignments:
-                r = e.by_id.get(a.job)
-                if r is not None and not (r.status == "running" and r.nodes == a.nodes):
-                    self.reserved.update(a.nodes)
         # 1. Stop what the plan no longer runs (jobs it saw running; backfilled work stays
         #    until a planned start needs its nodes).
         for run in list(e.running.values()):
@@ -221,6 +215,24 @@ class MipPolicy:
             planned = e.by_id.get(a.job)
             if planned is not None and planned.status == "queued":
                 self._start_planned(planned, a)
+        self._reserve(k)
+
+    def _reserve(self, k: int) -> None:
+        """GPUs per node the plan's starts in slices ``k``.. still need (backfill keeps off)."""
+        e = self.engine
+        assert self.plan is not None
+        self.reserved = {}
+        seen: set[str] = set()
+        for later in self.plan.slices[k:]:
+            for a in later.assignments:
+                r = e.by_id.get(a.job)
+                # Only queued jobs need room: running ones never migrate.
+                if a.job in seen or r is None or r.status != "queued":
+                    continue
+                seen.add(a.job)
+                per_node = a.gpus if len(a.nodes) == 1 else e.cluster.nodes[a.nodes[0]].size
+                for n in a.nodes:
+                    self.reserved[n] = self.reserved.get(n, 0) + per_node
 
     def _start_planned(self, run: JobRun, a: Any) -> bool:
         e = self.engine
@@ -308,7 +320,7 @@ class MipPolicy:
                     self._start_planned(run, a)
         if not dirty and not new:
             return
-        # Greedy backfill: fair-share order, idle GPUs off reserved nodes, no preemption.
+        # Greedy backfill: fair-share order, idle GPUs the plan does not need, no preemption.
         dead: set[Shape] = set()
         skip: set[int] = set()
         for project in self.order:
@@ -331,7 +343,8 @@ class MipPolicy:
                 continue
             free = ps.open_free
             if self.reserved:
-                free = {n: f for n, f in free.items() if n not in self.reserved}
+                res = self.reserved
+                free = {n: f - res.get(n, 0) for n, f in free.items() if f > res.get(n, 0)}
             nodes = place_gang(free, ps.size, job.gpus)
             if nodes is not None:
                 e.start(run, pool, nodes, charged=job.allocated,
