@@ -204,3 +204,20 @@ def test_bin_hours_splits_intervals_across_hours():
                      np.array([0]), 1, 4)
     assert grid[0].tolist() == pytest.approx([2.0, 4.0, 1.0, 0.0])
     assert not math.isnan(grid.sum())
+
+
+def test_drain_ends_when_the_work_present_at_its_start_has_left(scenario):
+    """Legacy: P (protected, 0-3 h) blocks a 1-2 h drain; Q lands on the node at 2.5 h,
+    after the window, and runs to 4.5 h. The drain took 3 h - 1 h = 2 h: Q does not count."""
+    s = scenario(
+        [
+            {"id": "P", "project": "a", "gpus": 4, "duration": 3 * H, "min_runtime": H},
+            {"id": "Q", "project": "a", "gpus": 4, "duration": 2 * H, "min_runtime": H,
+             "submit": 2.5 * H},
+        ],
+        maintenance=[{"nodes": 1, "start": H, "duration": H}],
+    )
+    r = simulate(s, "legacy", days=6 / 24)
+    jobs = r.jobs.set_index("job")
+    assert jobs.loc["Q", "first_start"] == pytest.approx(2.5 * H)
+    assert r.summary["maintenance_drain_h"] == pytest.approx(2.0)
