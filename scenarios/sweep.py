@@ -44,7 +44,7 @@ from pydantic import ValidationError
 
 from models import OrgUnit, Scenario, with_shares
 from scenarios.errors import ScenarioError, field_path, from_validation_error
-from scenarios.load import resolve_path, scenario_from_dict
+from scenarios.load import parse_scenario, resolve_path, scenario_from_dict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,13 +103,12 @@ class SweepBase:
         else:
             path = resolve_path(base)
             try:
-                loaded = yaml.safe_load(path.read_text())
-            except (OSError, yaml.YAMLError) as exc:
-                raise ScenarioError(path, f"cannot read: {exc}") from None
-            if not isinstance(loaded, dict):
-                raise ScenarioError(path, "expected a mapping of scenario keys at the top level")
-            data, file = loaded, str(path.resolve())
-            scenario_from_dict(copy.deepcopy(data), file)
+                text = path.read_text()
+            except OSError as exc:
+                raise ScenarioError(path, f"cannot read: {exc.strerror}") from None
+            # The loader's own checks and messages (YAML position, field path) first.
+            parse_scenario(text, path)
+            data, file = yaml.safe_load(text), str(path.resolve())
         text = json.dumps(data, sort_keys=True, default=str)
         return cls(data=data, file=file, fingerprint=hashlib.sha256(text.encode()).hexdigest())
 
@@ -432,7 +431,9 @@ def run_point(task: PointTask) -> dict[str, Any]:
             runner = simulate
         result = runner(scenario, point.policy, days=task.days, **task.options)
         summary = result if isinstance(result, Mapping) else result.summary
-        row.update(flatten_summary(summary))
+        for column, value in flatten_summary(summary).items():
+            # A metric never overwrites the point's own columns (policy, error...).
+            row[f"summary.{column}" if column in row else column] = value
     except Exception as exc:
         row[ERROR_COLUMN] = _describe(exc)
         log.debug("point %s failed:\n%s", point.key, traceback.format_exc())
@@ -729,7 +730,8 @@ def run_sweep(
 
     try:
         if tasks:
-            with _dask_client(workers, scheduler, client) as dask_client:
+            # No more local workers than points: each costs a process start.
+            with _dask_client(min(workers, len(tasks)), scheduler, client) as dask_client:
                 if dask_client is None:
                     for task in tasks:
                         finish(run_point(task))

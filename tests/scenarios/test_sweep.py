@@ -7,6 +7,8 @@ import hashlib
 import logging
 import os
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,6 +152,26 @@ def one(frame: pd.DataFrame, **where: Any) -> dict[str, Any]:
     rows = frame[mask].to_dict("records")
     assert len(rows) == 1, where
     return {str(k): v for k, v in rows[0].items()}
+
+
+# -- the package export ----------------------------------------------------------------
+
+
+def test_scenarios_sweep_stays_the_function_once_its_module_is_loaded() -> None:
+    """``scenarios.sweep`` is the sweep function even after ``scenarios.sweep`` (the
+    module of the same name) and ``scenarios.sweep_file`` were imported."""
+    import scenarios
+    import scenarios.sweep_file  # noqa: F401
+
+    assert scenarios.sweep is sys.modules["scenarios.sweep"].sweep
+    assert callable(scenarios.sweep)
+
+
+def test_importing_scenarios_does_not_load_pandas_or_dask() -> None:
+    """``import scenarios`` (done by every gpuplan command) loads neither pandas nor Dask."""
+    code = "import sys, scenarios; print(sorted({'pandas', 'distributed', 'tqdm'} & set(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 # -- grid expansion and point keys ----------------------------------------------------
