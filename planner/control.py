@@ -114,7 +114,9 @@ def live_jobs(scenario: Scenario, state: ClusterState, origin: float) -> tuple[J
         job = _job_of(ob, specs.get(ob.job), scenario)
         if job is None or job.project not in projects:
             continue
-        if ob.phase == "running" and ob.nodes and all(n in nodes for n in ob.nodes):
+        # A suspended job still holds its nodes: the planner sees it there, and the
+        # next slice that keeps it resumes it in place.
+        if ob.phase in ("running", "suspended") and ob.nodes and all(n in nodes for n in ob.nodes):
             first = nodes[ob.nodes[0]]
             out.append(JobState(
                 job=job, status="running",
@@ -179,7 +181,7 @@ def usage_rows(
 ) -> list[Usage]:
     """Usage of ``[start, end)`` (scenario time) from the jobs ``state`` shows running.
 
-    Each running managed job counts from ``max(start, its run start)`` to ``end`` at its
+    Each running managed job (not a suspended one) counts from ``max(start, its run start)`` to ``end`` at its
     GPUs times its nodes' rate: charged (urgent work at ``policy.urgent_charge``) when
     funded, unallocated when free. Owed hours are the water-filled share of the demand
     the observed queue makes.
@@ -188,9 +190,10 @@ def usage_rows(
         return []
     nodes = {n.name: n for n in scenario.nodes}
     jobs = live_jobs(scenario, state, origin)
+    computing = {j.job for j in state.jobs if j.managed and j.phase == "running"}
     acc: dict[str, list[float]] = {}
     for js in jobs:
-        if js.status != "running" or not js.nodes:
+        if js.status != "running" or not js.nodes or js.job.id not in computing:
             continue
         since = max(start, js.run_start if js.run_start is not None else start)
         hours = max(end - since, 0.0) / 3600.0

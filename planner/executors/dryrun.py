@@ -42,8 +42,15 @@ class _Record:
     phase: JobPhase = "held"
     nodes: tuple[str, ...] = ()
     run_start: float | None = None
+    segment: float | None = None  # when the current stretch of running began
     progress: float = 0.0
     restarts: int = 0
+
+    def pause(self, now: float) -> None:
+        """Bank the progress of the current stretch of running."""
+        if self.segment is not None:
+            self.progress += now - self.segment
+            self.segment = None
 
 
 class DryRunExecutor:
@@ -86,11 +93,11 @@ class DryRunExecutor:
         now = self.clock()
         for rec in self._jobs.values():
             done = (
-                rec.phase == "running" and rec.job.duration is not None and rec.run_start is not None
-                and rec.progress + (now - rec.run_start) >= rec.job.duration
+                rec.phase == "running" and rec.job.duration is not None and rec.segment is not None
+                and rec.progress + (now - rec.segment) >= rec.job.duration
             )
             if done:
-                rec.progress = rec.job.duration or 0.0
+                rec.progress, rec.segment = rec.job.duration or 0.0, None
                 rec.phase, rec.nodes, rec.run_start = "finished", (), None
         nodes = tuple(
             ObservedNode(
@@ -118,12 +125,15 @@ class DryRunExecutor:
         done = list(results)
         for step in steps:
             rec = self._jobs[step.job]
-            if step.action in ("start", "resume"):
-                rec.phase, rec.nodes, rec.run_start = "running", step.nodes, state.at
+            if step.in_place:
+                rec.phase, rec.segment = "running", state.at
+            elif step.action in ("start", "resume"):
+                rec.phase, rec.nodes = "running", step.nodes
+                rec.run_start = rec.segment = state.at
             else:
-                if rec.phase == "running" and rec.run_start is not None:
-                    rec.progress += state.at - rec.run_start
+                if rec.phase == "running":
                     rec.restarts += 1
+                rec.pause(state.at)
                 rec.phase, rec.nodes, rec.run_start = "held", (), None
             done.append(ActionResult(job=step.job, action=step.action, ok=True, changed=True,
                                      nodes=step.nodes, native_id=step.native_id))
@@ -145,6 +155,27 @@ class DryRunExecutor:
         self._jobs[job.id] = rec
         return self._log(ActionResult(job=job.id, action="submit", ok=True, changed=True,
                                       native_id=rec.native_id))
+
+    def suspend(self, job: str) -> ActionResult:
+        """Stop a running job in place: it keeps its nodes and its progress so far."""
+        rec = self._jobs.get(job)
+        if rec is None or rec.phase != "running":
+            return self._log(ActionResult(job=job, action="suspend", ok=False,
+                                          detail="not running" if rec else "no such job"))
+        rec.pause(self.clock())
+        rec.phase = "suspended"
+        return self._log(ActionResult(job=job, action="suspend", ok=True, changed=True,
+                                      nodes=rec.nodes, native_id=rec.native_id))
+
+    def resume(self, job: str) -> ActionResult:
+        """Resume a suspended job on its nodes."""
+        rec = self._jobs.get(job)
+        if rec is None or rec.phase != "suspended":
+            return self._log(ActionResult(job=job, action="resume", ok=False,
+                                          detail="not suspended" if rec else "no such job"))
+        rec.phase, rec.segment = "running", self.clock()
+        return self._log(ActionResult(job=job, action="resume", ok=True, changed=True,
+                                      nodes=rec.nodes, native_id=rec.native_id))
 
     def drain(self, node: str, reason: str) -> ActionResult:
         """Mark ``node`` drained: the planner and :func:`reconcile` give it no new work."""

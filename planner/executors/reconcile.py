@@ -10,7 +10,7 @@ The rules, for the managed jobs of the cluster:
 - a job assigned in the slice that is held (or released but pinned elsewhere) is
   started: pinned to the planned nodes, then released;
 - a job assigned in the slice that already runs on the planned nodes is continued
-  (no step);
+  (no step); one suspended on them is resumed in place;
 - a job not assigned in the slice that runs past its minimum runtime and is resumable
   is preempted (requeued and left held); one that waits released is held again;
 - a job inside its minimum runtime is never touched, whatever the plan says;
@@ -35,6 +35,8 @@ class Step(Frozen):
     nodes: tuple[str, ...] = ()
     # The job waits released, pinned elsewhere: hold it before re-pinning.
     rehold: bool = False
+    # The job is suspended on its planned nodes: resume it where it is.
+    in_place: bool = False
 
 
 def reconcile(
@@ -92,6 +94,16 @@ def reconcile(
                     job=name, action="continue", ok=False, nodes=job.nodes,
                     native_id=job.native_id,
                     detail=f"runs on {','.join(job.nodes)}, plan says {','.join(nodes)}",
+                ))
+            continue
+        if job.phase == "suspended":
+            if set(job.nodes) == set(nodes):
+                starts.append(Step(job=name, native_id=job.native_id, action="resume",
+                                   nodes=nodes, in_place=True))
+            else:
+                results.append(ActionResult(
+                    job=name, action="resume", ok=False, nodes=job.nodes, native_id=job.native_id,
+                    detail=f"suspended on {','.join(job.nodes)}, plan says {','.join(nodes)}",
                 ))
             continue
         if job.phase == "finished":

@@ -35,7 +35,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from models import Job, Plan, Scenario
 from planner.executors.hostlist import expand_hostlist, join_hostlist
@@ -213,6 +213,12 @@ class SlurmExecutor:
     def hold_args(self, native_id: str) -> list[str]:
         return ["scontrol", "hold", native_id]
 
+    def suspend_args(self, native_id: str) -> list[str]:
+        return ["scontrol", "suspend", native_id]
+
+    def resume_args(self, native_id: str) -> list[str]:
+        return ["scontrol", "resume", native_id]
+
     def drain_args(self, node: str, reason: str) -> list[str]:
         return ["scontrol", "update", f"NodeName={self.to_native.get(node, node)}",
                 "State=DRAIN", f"Reason={reason or 'gpuplan'}"]
@@ -262,6 +268,14 @@ class SlurmExecutor:
         native_id = res.stdout.strip().split(";")[0]
         return ActionResult(job=job.id, action="submit", ok=True, changed=True, native_id=native_id)
 
+    def suspend(self, job: str) -> ActionResult:
+        """``scontrol suspend``: the job stops in place and keeps its nodes (needs an admin)."""
+        return self._job_command(job, "suspend", "running", self.suspend_args)
+
+    def resume(self, job: str) -> ActionResult:
+        """``scontrol resume`` of a suspended job."""
+        return self._job_command(job, "resume", "suspended", self.resume_args)
+
     def drain(self, node: str, reason: str) -> ActionResult:
         """``scontrol update NodeName=.. State=DRAIN``: running work stays, no new work."""
         res = self._run(self.drain_args(node, reason))
@@ -276,8 +290,21 @@ class SlurmExecutor:
 
     # -- internals --------------------------------------------------------------------
 
+    def _job_command(self, job: str, action: Literal["suspend", "resume"], phase: str,
+                     build: Callable[[str], list[str]]) -> ActionResult:
+        found = self.observe().job(job)
+        if found is None or found.phase != phase:
+            why = "no such job" if found is None else f"job is {found.phase}, not {phase}"
+            return ActionResult(job=job, action=action, ok=False, detail=why)
+        res = self._run(build(found.native_id))
+        ok = res.returncode == 0
+        return ActionResult(job=job, action=action, ok=ok, changed=ok, nodes=found.nodes,
+                            native_id=found.native_id, detail="" if ok else _why(res))
+
     def _carry_out(self, step: Step) -> ActionResult:
-        if step.action in ("start", "resume"):
+        if step.in_place:
+            cmds = [self.resume_args(step.native_id)]
+        elif step.action in ("start", "resume"):
             cmds = self.start_args(step.native_id, step.nodes, rehold=step.rehold)
         elif step.action == "preempt":
             cmds = [self.preempt_args(step.native_id)]
@@ -365,8 +392,9 @@ class SlurmExecutor:
         return ObservedJob(
             job=name, native_id=native_id, phase=phase, managed=managed,
             project=tags.get("project") or (spec.project if spec else None),
-            gpus=job_gpus(raw, int(node_count)), nodes=nodes if phase == "running" else (),
-            pinned=pinned, run_start=float(start) if phase == "running" and start else None,
+            gpus=job_gpus(raw, int(node_count)),
+            nodes=nodes if phase in ("running", "suspended") else (), pinned=pinned,
+            run_start=float(start) if phase in ("running", "suspended") and start else None,
             min_runtime=min_runtime, resumable=resumable,
             restarts=int(_number(raw.get("restart_cnt")) or 0),
             reason=str(raw.get("state_reason") or ""),
@@ -441,7 +469,9 @@ def _phase(raw: Mapping[str, Any]) -> JobPhase:
         return "finished"
     if states & {"COMPLETING", "REQUEUED", "STOPPED", "SIGNALING"}:
         return "completing"
-    if states & {"RUNNING", "CONFIGURING", "SUSPENDED"}:
+    if "SUSPENDED" in states:
+        return "suspended"
+    if states & {"RUNNING", "CONFIGURING"}:
         return "running"
     if "REQUEUE_HOLD" in states or reason.startswith("JobHeld") or _number(raw.get("priority")) == 0:
         return "held"

@@ -12,11 +12,15 @@ from pydantic import Field
 
 from models.base import Frozen
 
-JobPhase = Literal["held", "pending", "running", "completing", "finished"]
+JobPhase = Literal["held", "pending", "running", "suspended", "completing", "finished"]
 """Where a job is: ``held`` (waits for the planner), ``pending`` (released, waiting for
-its nodes), ``running``, ``completing`` (being stopped) or ``finished``."""
+its nodes), ``running``, ``suspended`` (stopped in place, still holding its nodes),
+``completing`` (being stopped) or ``finished``."""
 
-ActionKind = Literal["start", "continue", "preempt", "resume", "hold", "protect", "drain", "undrain", "submit"]
+ActionKind = Literal[
+    "start", "continue", "preempt", "resume", "hold", "protect", "drain", "undrain", "submit",
+    "suspend",
+]
 
 
 class ObservedNode(Frozen):

@@ -30,11 +30,44 @@ def _lines(out: io.StringIO) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+class _Minimal:
+    name = "minimal"
+
+    def observe(self) -> None: ...
+
+    def apply(self, plan: object, slice_index: int) -> None: ...
+
+
 def test_capabilities_are_detected_with_isinstance(scenario: Scenario) -> None:
-    """dryrun is an Executor that can submit and drain, and does not claim suspend."""
+    """dryrun offers every capability; an executor with only observe/apply offers none."""
     ex = DryRunExecutor(scenario, io.StringIO())
-    assert isinstance(ex, Executor) and isinstance(ex, SupportsSubmit) and isinstance(ex, SupportsDrain)
-    assert not isinstance(ex, SupportsSuspend)
+    assert isinstance(ex, Executor)
+    assert all(isinstance(ex, cap) for cap in (SupportsSubmit, SupportsDrain, SupportsSuspend))
+    assert isinstance(_Minimal(), Executor)
+    assert not any(isinstance(_Minimal(), cap) for cap in (SupportsSubmit, SupportsDrain, SupportsSuspend))
+
+
+def test_suspended_job_keeps_nodes_and_progress_and_is_resumed_in_place(scenario: Scenario,
+                                                                        plans: object) -> None:
+    """Suspending stops progress; the next apply of a slice that keeps the job resumes it
+    on the same nodes without a restart."""
+    clock = Clock()
+    ex, _ = _executor(scenario, clock)
+    plan = plans([{"free": ("alpha-h100-000",)}])  # type: ignore[operator]
+    ex.apply(plan, 0)
+    clock.t += 600
+    assert ex.suspend("free").changed
+    assert not ex.suspend("free").ok  # not running any more
+    clock.t += 5000  # suspended time does not count towards the 3600 s of work
+    held = ex.observe().job("free")
+    assert held is not None and (held.phase, held.nodes) == ("suspended", ("alpha-h100-000",))
+    report = ex.apply(plan, 0)
+    assert [(r.action, r.changed) for r in report.changed] == [("resume", True)]
+    clock.t += 2999
+    again = ex.observe().job("free")
+    assert again is not None and (again.phase, again.restarts) == ("running", 0)
+    clock.t += 1
+    assert ex.observe().job("free").phase == "finished"  # type: ignore[union-attr]
 
 
 def test_actions_are_logged_as_json_lines(scenario: Scenario, plans: object) -> None:

@@ -117,3 +117,14 @@ def test_missing_job_and_bad_slice_index(plans: object) -> None:
     assert steps == () and results[0].detail == "no such job on the cluster"
     with pytest.raises(IndexError, match="no slice 1"):
         reconcile(state(), plan, 1)
+
+
+def test_suspended_job_is_resumed_in_place_or_reported(plans: object) -> None:
+    """A suspended job the slice keeps on its nodes is resumed in place; planned elsewhere,
+    it is reported and left alone; left out of the slice, it is left suspended."""
+    paused = job("free", "suspended", nodes=("alpha-h100-000",), run_start=0.0, min_runtime=0.0)
+    steps, _ = reconcile(state(paused), plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    assert [(s.action, s.in_place) for s in steps] == [("resume", True)]
+    steps, results = reconcile(state(paused), plans([{"free": ("alpha-h100-001",)}]), 0)  # type: ignore[operator]
+    assert steps == () and not results[0].ok
+    assert reconcile(state(paused), plans([{}]), 0) == ((), ())  # type: ignore[operator]

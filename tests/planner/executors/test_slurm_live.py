@@ -165,6 +165,23 @@ def test_user_jobs_are_adopted_and_foreign_jobs_untouched(slurm: object, scenari
     assert after.phase == "running" and after.restarts == 0
 
 
+def test_suspend_and_resume_in_place(slurm: object, scenario: Scenario, plans: object) -> None:
+    """scontrol suspend stops a running job on its nodes; the next apply of a slice that
+    keeps it there resumes it in place (same job, no requeue)."""
+    ex = executor(slurm, scenario)
+    submit(ex, scenario, "free")
+    plan = plans([{"free": ("alpha-h100-000",)}])  # type: ignore[operator]
+    assert ex.apply(plan, 0).ok
+    running = wait_for(ex, running_as_planned(plan, 0)).job("free")
+    assert ex.suspend("free").ok
+    paused = wait_for(ex, lambda s: s.job("free").phase == "suspended").job("free")  # type: ignore[union-attr]
+    assert paused.nodes == ("alpha-h100-000",)  # type: ignore[union-attr]
+    report = ex.apply(plan, 0)
+    assert [(r.action, r.ok) for r in report.changed] == [("resume", True)]
+    back = wait_for(ex, running_as_planned(plan, 0)).job("free")
+    assert (back.native_id, back.restarts) == (running.native_id, 0)  # type: ignore[union-attr]
+
+
 def test_unreachable_controller_is_retried_until_it_returns(slurm: object, scenario: Scenario) -> None:
     """With slurmctld stopped, observe retries with growing waits and succeeds once it is
     back; with no retries left it raises SlurmUnavailable."""
