@@ -6,6 +6,7 @@ touches Streamlit, so the tests can check what a chart shows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -32,17 +33,25 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
 
 
 def org_sunburst(scenario: Scenario) -> go.Figure:
-    """The org tree as rings: each unit's area is its effective share of the cluster."""
+    """The org tree as rings around the whole cluster: each unit's angle is its effective share.
+
+    Leaves carry their effective share and parents add up their children
+    (``branchvalues="remainder"`` with parents at 0), so rounding can never make a
+    parent smaller than its children, which would make Plotly drop it.
+    """
     eff = effective_shares(scenario.org)
     capacity = scenario.capacity_h100()
-    ids, labels, parents, values, hover = [], [], [], [], []
+    root = "whole cluster"
+    ids, labels, parents, values, hover = [root], [root], [""], [0.0], [
+        f"<b>whole cluster</b><br>{capacity:,.0f} H100-eq GPUs"
+    ]
     for path, unit in walk(scenario.org):
         ids.append(path)
         labels.append(unit.name)
-        parents.append(path.rsplit("/", 1)[0] if "/" in path else "")
-        values.append(eff[path])
+        parents.append(path.rsplit("/", 1)[0] if "/" in path else root)
+        values.append(eff[path] if unit.is_project else 0.0)
         hover.append(
-            f"<b>{path}</b><br>share {unit.share:g} among siblings<br>"
+            f"<b>{path}</b><br>share {unit.share:g} among its siblings<br>"
             f"{eff[path]:.1%} of the cluster = {eff[path] * capacity:,.0f} H100-eq GPUs"
         )
     fig = go.Figure(
@@ -51,14 +60,15 @@ def org_sunburst(scenario: Scenario) -> go.Figure:
             labels=labels,
             parents=parents,
             values=values,
-            branchvalues="total",
+            branchvalues="remainder",
             hovertext=hover,
             hoverinfo="text",
             texttemplate="%{label}<br>%{percentRoot:.1%}",
-            insidetextorientation="horizontal",
+            insidetextorientation="radial",
+            maxdepth=4,
         )
     )
-    return _layout(fig, "Effective share of the cluster per org unit (edited budgets)", height=520)
+    return _layout(fig, "Effective shares of the cluster, edited budgets", height=560)
 
 
 def owed_bars(table: pd.DataFrame) -> go.Figure:
@@ -115,37 +125,76 @@ def delivered_vs_owed(projects: pd.DataFrame, variants: Sequence[str]) -> go.Fig
     )
 
 
+WAIT_TICKS = (
+    (1.0, "≤1 s"), (10.0, "10 s"), (60.0, "1 min"), (600.0, "10 min"), (3600.0, "1 h"),
+    (4 * 3600.0, "4 h"), (86400.0, "1 day"), (7 * 86400.0, "1 week"),
+)
+
+
+def _line_style(i: int) -> dict[str, object]:
+    # The current budgets are dashed, so a line that the edited one covers still shows.
+    return {"color": VARIANT_COLOURS[i % len(VARIANT_COLOURS)], "width": 3, "dash": "dash" if i == 0 else "solid"}
+
+
 def wait_cdf(jobs: pd.DataFrame, variants: Sequence[str], job_class: str) -> go.Figure:
     """Share of jobs started within a given wait, per result set, for one job class.
 
     ``jobs`` has columns ``variant``, ``class``, ``wait_s`` and ``started``; jobs not
     started by the end of the simulated period count in the total but never on the
-    curve, so its top shows the share of jobs that started at all.
+    curve, so its top shows the share of jobs that started at all. Waits under a second
+    (most debug jobs under a good scheduler) sit at the axis's left end, "≤1 s".
     """
     fig = go.Figure()
+    longest = 3600.0
+    counted = 0
     for i, variant in enumerate(variants):
         rows = jobs[jobs["variant"] == variant]
         if job_class != "all":
             rows = rows[rows["class"] == job_class]
         total = len(rows)
-        waits = sorted(float(w) / 60.0 for w in rows.loc[rows["started"], "wait_s"])
         if not total:
             continue
-        xs = [0.0, *waits]
+        counted += total
+        waits = sorted(max(float(w), 1.0) for w in rows.loc[rows["started"], "wait_s"])
+        longest = max(longest, *waits) if waits else longest
+        xs = [1.0, *waits]
         ys = [0.0, *(100.0 * (k + 1) / total for k in range(len(waits)))]
         fig.add_scatter(
-            x=[max(x, 0.01) for x in xs],
+            x=xs,
             y=ys,
             mode="lines",
             line_shape="hv",
             name=variant,
-            line={"color": VARIANT_COLOURS[i % len(VARIANT_COLOURS)], "width": 3},
-            hovertemplate="%{y:.0f}% of jobs started within %{x:.1f} min<extra>" + variant + "</extra>",
+            line=_line_style(i),
+            customdata=[_wait_words(x) for x in xs],
+            hovertemplate="%{y:.0f}% of jobs started within %{customdata}<extra>" + variant + "</extra>",
         )
-    fig.update_xaxes(title_text="Wait from submission to first start (minutes, log scale)", type="log")
-    fig.update_yaxes(title_text="Jobs started (%)", range=[0, 101], ticksuffix="%")
+    ticks = [(v, t) for v, t in WAIT_TICKS if v <= longest * 1.5]
+    fig.update_xaxes(
+        title_text="Wait from submission to first start (log scale)",
+        type="log",
+        range=[0, math.log10(longest * 1.5)],
+        tickvals=[v for v, _ in ticks],
+        ticktext=[t for _, t in ticks],
+    )
+    fig.update_yaxes(title_text="Jobs started (%)", range=[0, 102], ticksuffix="%")
     label = "all jobs" if job_class == "all" else f"{job_class} jobs"
+    if not counted:
+        fig.add_annotation(
+            text=f"No {label} in the simulated period", showarrow=False, x=0.5, y=0.5,
+            xref="paper", yref="paper", font={"size": 16},
+        )
     return _layout(fig, f"Wait-time distribution: {label}", height=380)
+
+
+def _wait_words(seconds: float) -> str:
+    if seconds <= 1.0:
+        return "1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def occupancy_over_time(occupancy: pd.DataFrame, variants: Sequence[str]) -> go.Figure:
@@ -163,7 +212,7 @@ def occupancy_over_time(occupancy: pd.DataFrame, variants: Sequence[str]) -> go.
             mode="lines",
             line_shape="hv",
             name=variant,
-            line={"color": VARIANT_COLOURS[i % len(VARIANT_COLOURS)], "width": 2},
+            line=_line_style(i),
             hovertemplate="hour %{x:.1f}: %{y:.0f}% busy<extra>" + variant + "</extra>",
         )
     fig.update_xaxes(title_text="Simulated time since the scenario's start (hours)")
@@ -193,31 +242,46 @@ def preemption_bars(summary: pd.DataFrame, variants: Sequence[str]) -> go.Figure
     return _layout(fig, "Preemptions", height=340)
 
 
-def plan_gantt(slices: pd.DataFrame, nodes: Sequence[str], title: str) -> go.Figure:
-    """A Gantt chart of one epoch: a row per node, a bar per job and slice.
+def plan_gantt(
+    slices: pd.DataFrame,
+    nodes: Sequence[str],
+    title: str,
+    boundaries: Sequence[float] = (),
+    drained: Sequence[str] = (),
+) -> go.Figure:
+    """A Gantt chart of one epoch: a row per node, a bar per job run on that node.
 
     ``slices`` has columns ``node``, ``start_h``, ``end_h`` (hours since the scenario's
     start), ``job``, ``project``, ``gpus``, ``charged``, and ``lane``/``lanes`` (jobs
-    sharing a node in a slice sit in thin lanes of its row instead of hiding each other);
-    ``nodes`` orders the rows (all nodes of the pool, idle ones included so that free
-    capacity shows as gaps).
+    sharing a node sit in thin lanes of its row instead of hiding each other).
+    ``nodes`` lists the rows: every node of the pool, idle ones included, so free
+    capacity shows as gaps; ``drained`` nodes are labelled as such. ``boundaries`` are
+    the slice boundaries (hours), drawn as dotted lines.
     """
     fig = go.Figure()
-    projects = list(dict.fromkeys(slices["project"])) if len(slices) else []
     palette = (
         "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
         "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
     )
-    for i, project in enumerate(projects):
+    labels = {n: (f"{n} (drained)" if n in set(drained) else n) for n in nodes}
+    rows_in_order = [labels[n] for n in nodes]
+    # An invisible point per node keeps idle nodes as (empty) rows of the chart.
+    start = min(boundaries) if boundaries else 0.0
+    fig.add_scatter(
+        x=[start] * len(nodes), y=rows_in_order, mode="markers", marker={"opacity": 0},
+        showlegend=False, hoverinfo="skip",
+    )
+    for i, project in enumerate(dict.fromkeys(slices["project"]) if len(slices) else []):
         rows = slices[slices["project"] == project]
         fig.add_bar(
-            y=rows["node"],
+            y=[labels.get(n, n) for n in rows["node"]],
             x=rows["end_h"] - rows["start_h"],
             base=rows["start_h"],
             orientation="h",
             width=0.8 / rows["lanes"],
             offset=-0.4 + 0.8 * rows["lane"] / rows["lanes"],
             name=project,
+            showlegend=True,
             marker_color=palette[i % len(palette)],
             marker_line={"color": "white", "width": 1},
             text=rows["job"],
@@ -226,17 +290,22 @@ def plan_gantt(slices: pd.DataFrame, nodes: Sequence[str], title: str) -> go.Fig
             customdata=rows[["job", "gpus", "charged"]].to_numpy(),
             hovertemplate=(
                 "<b>%{customdata[0]}</b> (" + project + ")<br>%{y}<br>"
-                "%{base:.2f} h to %{x:.2f} h long<br>%{customdata[1]} GPUs on this node<br>"
-                "charged to budget: %{customdata[2]}<extra></extra>"
+                "from hour %{base:.2f}, for %{x:.2f} h<br>%{customdata[1]} GPUs on this node<br>"
+                "charged to its budget: %{customdata[2]}<extra></extra>"
             ),
         )
-    fig.update_layout(barmode="overlay", bargap=0.15)
-    fig.update_xaxes(title_text="Time since the scenario's start (hours)")
+    for x in boundaries:
+        fig.add_vline(x=x, line_dash="dot", line_color="#888", line_width=1)
+    fig.update_layout(barmode="overlay", bargap=0.15, legend_title_text="Project")
+    fig.update_xaxes(
+        title_text="Time since the scenario's start (hours)",
+        range=[min(boundaries), max(boundaries)] if boundaries else None,
+    )
     fig.update_yaxes(
         title_text="Node",
         categoryorder="array",
-        categoryarray=list(nodes)[::-1],
+        categoryarray=rows_in_order[::-1],
         type="category",
         automargin=True,
     )
-    return _layout(fig, title, height=max(300, 140 + ROW_PX * len(nodes)))
+    return _layout(fig, title, height=max(320, 160 + ROW_PX * len(nodes)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from models import PendingReason, Plan, Pool, Scenario
@@ -27,11 +29,21 @@ def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> 
     snapshot with an in-memory ledger (nothing is written anywhere), and
     ``planner.mip.plan_epoch`` solves it.
     """
+    from planner.mip import plan_epoch
     from planner.snapshot import snapshot_at
 
-    from planner.mip import plan_epoch
-
     return plan_epoch(snapshot_at(scenario, t), time_limit=time_limit)
+
+
+def drained_during(scenario: Scenario, plan: Plan) -> set[str]:
+    """Nodes whose maintenance window overlaps the plan's epoch (``planner.snapshot``)."""
+    from planner.snapshot import node_states
+
+    return {
+        state.node.name
+        for state in node_states(scenario, plan.epoch_start, plan.epoch_end)
+        if state.drain_start is not None
+    }
 
 
 def pool_nodes(scenario: Scenario, pool: Pool) -> list[str]:
@@ -70,6 +82,29 @@ def slices_frame(plan: Plan) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def merged_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Join a job's back-to-back slices on the same node and lane into one bar.
+
+    A job that keeps its nodes for the whole epoch then reads as one bar with its name,
+    rather than as one short bar per slice.
+    """
+    if not len(frame):
+        return frame
+    keys = ["pool", "node", "job", "project", "gpus", "charged", "lane", "lanes"]
+    ordered = frame.sort_values([*keys, "start_h"])
+    out: list[dict[str, Any]] = []
+    for record in ordered.to_dict("records"):
+        row = {str(k): v for k, v in record.items()}
+        last = out[-1] if out else None
+        if last is not None and all(last[k] == row[k] for k in keys) and abs(
+            float(last["end_h"]) - float(row["start_h"])
+        ) < 1e-9:
+            last["end_h"] = row["end_h"]
+        else:
+            out.append(row)
+    return pd.DataFrame(out, columns=frame.columns)
+
+
 def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
     """Each job left out of the plan, with why, in plain words."""
     jobs = {j.id: j for j in scenario.jobs}
@@ -86,6 +121,15 @@ def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because"])
+
+
+def drained_frame(plan: Plan) -> pd.DataFrame:
+    """Drained nodes and the hour (since the start) their work has moved off."""
+    rows = [
+        {"Node": d.node, "Free of work at (h after start)": round(d.free_at / HOUR, 2)}
+        for d in plan.drained_nodes
+    ]
+    return pd.DataFrame(rows, columns=["Node", "Free of work at (h after start)"])
 
 
 def projects_frame(plan: Plan) -> pd.DataFrame:

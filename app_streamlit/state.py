@@ -95,12 +95,12 @@ def workload_days(scenario: Scenario) -> float:
 
 
 def default_days(scenario: Scenario) -> float:
-    """The simulated period the app proposes: the whole workload, at most two days.
+    """The simulated period the app proposes: the whole workload, at most one day.
 
-    Two simulated days keep a what-if on the week-long ai2-like scenario to minutes on a
-    small machine; the user may lengthen it.
+    Under ``mip`` one simulated day of the week-long ai2-like scenario takes a few
+    minutes per run on a 2-core machine; the user may lengthen it.
     """
-    return round(min(workload_days(scenario), 2.0), 2)
+    return round(min(workload_days(scenario), 1.0), 2)
 
 
 # -- cluster ------------------------------------------------------------------------------

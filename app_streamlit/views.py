@@ -22,6 +22,7 @@ from scenarios.errors import ScenarioError
 from scenarios.load import bundled_scenarios
 
 UPLOAD = "Upload a scenario file"
+ROW_PX = 35  # Streamlit's table row height
 
 
 def _available(module: str) -> bool:
@@ -160,33 +161,31 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             f"This scenario revises budgets {len(s.budget_revisions)} time(s) later on; "
             "your edits change the starting shares, and those revisions still apply."
         )
-    left, right = st.columns([3, 2])
     table = state.share_table(s)
-    with left:
-        edited_table = st.data_editor(
-            table,
-            key=f"shares::{loaded.key}",
-            hide_index=True,
-            disabled=[c for c in table.columns if c != state.COL_SHARE],
-            column_config={
-                state.COL_SHARE: st.column_config.NumberColumn(
-                    state.COL_SHARE, min_value=0.001, format="%.3g", required=True,
-                    help="Weight among the unit's siblings; must be above 0.",
-                ),
-                state.COL_EFFECTIVE: st.column_config.NumberColumn(
-                    "Effective share now (%)", format="%.2f%%"
-                ),
-                state.COL_GPUS: st.column_config.NumberColumn(state.COL_GPUS, format="%.1f"),
-            },
-        )
+    edited_table = st.data_editor(
+        table,
+        key=f"shares::{loaded.key}",
+        hide_index=True,
+        height=ROW_PX * (len(table) + 1) + 3,  # every unit visible, no inner scrolling
+        disabled=[c for c in table.columns if c != state.COL_SHARE],
+        column_config={
+            state.COL_UNIT: st.column_config.TextColumn(state.COL_UNIT, width="medium"),
+            state.COL_SHARE: st.column_config.NumberColumn(
+                "Share (edit me)", min_value=0.001, format="%.3g", required=True,
+                help="Weight among the unit's siblings; must be above 0.",
+            ),
+            state.COL_EFFECTIVE: st.column_config.NumberColumn(
+                "Effective share now (%)", format="%.2f%%"
+            ),
+            state.COL_GPUS: st.column_config.NumberColumn("H100-eq GPUs now", format="%.1f"),
+        },
+    )
     try:
         edits = state.shares_from_table(s, edited_table)
     except ScenarioError as exc:
         st.error(f"That share cannot be used: {exc}. The other edits still apply without it.")
         edits = _valid_edits(s, edited_table)
     edited = state.with_edited_shares(s, edits)
-    with right:
-        st.plotly_chart(charts.org_sunburst(edited), key="org_sunburst")
     if edits:
         current = {p: u.share for p, u in walk(s.org)}
         st.success(
@@ -208,7 +207,9 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             st.error(f"Owed GPU-hours could not be computed: {type(exc).__name__}: {exc}")
         else:
             st.dataframe(owed, hide_index=True, key="owed_table")
-            st.plotly_chart(charts.owed_bars(owed), key="owed_bars")
+            left, right = st.columns([3, 2])
+            left.plotly_chart(charts.owed_bars(owed), key="owed_bars")
+            right.plotly_chart(charts.org_sunburst(edited), key="org_sunburst")
 
     st.subheader("Download")
     try:
@@ -331,7 +332,8 @@ def _show_results(results: list[Any]) -> None:
     st.subheader("Verdict per project (edited vs current budgets)")
     st.dataframe(whatif.verdicts(results[0], results[1]), hide_index=True, key="verdicts")
     st.subheader("Side by side")
-    st.dataframe(whatif.summary_table(summary), hide_index=True, key="summary_table")
+    table = whatif.summary_table(summary)
+    st.dataframe(table, hide_index=True, key="summary_table", height=ROW_PX * (len(table) + 1) + 3)
     st.plotly_chart(charts.delivered_vs_owed(projects, variants), key="chart_delivered")
     st.markdown("**How long jobs waited to start**, per job class")
     jobs = whatif.jobs_frame(results)
@@ -435,9 +437,18 @@ def _show_plan(s: Scenario, plan: Plan, hours: float) -> None:
         f"Pool {pool_name}: epoch from hour {plan.epoch_start / state.HOUR:g} to "
         f"{plan.epoch_end / state.HOUR:g}, {len(plan.slices)} slices"
     )
-    st.plotly_chart(
-        charts.plan_gantt(frame[frame["pool"] == pool_name], nodes, title), key="chart_gantt"
+    bars = planview.merged_runs(frame[frame["pool"] == pool_name])
+    boundaries = sorted({sl.start / state.HOUR for sl in plan.slices} | {plan.epoch_end / state.HOUR})
+    drained = sorted(planview.drained_during(s, plan))
+    st.plotly_chart(charts.plan_gantt(bars, nodes, title, boundaries, drained), key="chart_gantt")
+    st.caption(
+        "One row per node of the pool; each bar is a job on that node, coloured by project. "
+        "Jobs sharing a node sit in thinner lanes of its row; empty rows are idle or drained "
+        "nodes. Dotted lines mark the epoch's time slices."
     )
+    if plan.drained_nodes:
+        st.markdown("**Nodes drained for maintenance**, and when their last job leaves them")
+        st.dataframe(planview.drained_frame(plan), hide_index=True, key="drained_table")
     st.subheader(f"Waiting jobs ({len(plan.pending)})")
     st.dataframe(planview.pending_frame(plan, s), hide_index=True, key="pending_table")
     if plan.projects:

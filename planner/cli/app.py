@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
-from pathlib import Path
 
 from planner.cli.errors import UsageError
 
@@ -14,9 +12,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "app",
         help="start the what-if app for budgets (Streamlit)",
-        description="Start the Streamlit what-if app: choose or upload a scenario, edit "
-        "budgets, simulate current against edited budgets, and look at one epoch's plan. "
-        "The app never writes to a live ledger. Stop it with Ctrl-C.",
+        description="Start the Streamlit what-if app on this machine (http://localhost:PORT): "
+        "choose or upload a scenario, edit budgets, simulate current against edited "
+        "budgets, and look at one epoch's plan. The app never writes to a live ledger. "
+        "It serves on localhost only (it has no log-in); from another machine, use an SSH "
+        "tunnel. Stop it with Ctrl-C.",
     )
     p.add_argument("--port", type=int, default=8501, help="local port to serve on (default: 8501)")
     p.add_argument(
@@ -27,42 +27,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
-def app_path() -> Path:
-    """The installed package's ``app_streamlit/app.py`` (not a copy in the working folder)."""
-    import app_streamlit
-
-    return Path(app_streamlit.__file__).resolve().parent / "app.py"
-
-
-def streamlit_command(port: int, headless: bool) -> list[str]:
-    """The ``streamlit run`` command line for the app.
-
-    Error details are limited to the message so that a bug never shows users a traceback,
-    and usage statistics stay off: the app must not reach the network on its own.
-    """
+def command(port: int, headless: bool) -> list[str]:
+    """The ``streamlit run`` command line ``gpuplan app`` starts."""
     if not 1 <= port <= 65535:
         raise UsageError(f"--port: {port} is not a TCP port (1-65535)")
-    return [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(app_path()),
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true" if headless else "false",
-        "--browser.gatherUsageStats",
-        "false",
-        "--client.showErrorDetails",
-        "none",
-    ]
+    from app_streamlit.serve import streamlit_command
+
+    return streamlit_command(port, headless)
 
 
 def run(args: argparse.Namespace) -> int:
-    command = streamlit_command(args.port, args.headless)
+    argv = command(args.port, args.headless)
     print(f"gpuplan: starting the what-if app on http://localhost:{args.port} (Ctrl-C stops it)")
     try:
-        return subprocess.call(command)
+        return subprocess.call(argv)
     except KeyboardInterrupt:
         return 130

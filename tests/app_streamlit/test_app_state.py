@@ -97,7 +97,7 @@ def test_uploaded_file_that_is_not_a_scenario_raises_the_validation_error() -> N
         state.load_uploaded("bin.yaml", b"\xff\xfe\x00")
 
 
-def test_default_period_is_at_most_two_days(tiny: state.LoadedScenario) -> None:
-    """The proposed simulated period covers a short workload and caps long ones at 2 days."""
+def test_default_period_is_at_most_one_day(tiny: state.LoadedScenario) -> None:
+    """The proposed simulated period covers a short workload and caps long ones at 1 day."""
     assert state.default_days(tiny.scenario) == pytest.approx(round(state.workload_days(tiny.scenario), 2))
-    assert state.default_days(state.load_bundled("ai2-like").scenario) == 2.0
+    assert state.default_days(state.load_bundled("ai2-like").scenario) == 1.0
