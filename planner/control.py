@@ -160,15 +160,20 @@ def live_snapshot(
 
     Nodes the cluster reports drained (or does not report at all) are drained from
     ``now`` on, open-ended, on top of the scenario's maintenance windows, so the
-    planner gives them no new work and moves work off them as contracts allow.
+    planner gives them no new work and moves work off them as contracts allow. So are
+    nodes where jobs outside the planner's convention run: the planner cannot see how
+    much of such a node is left, and must not plan on GPUs it does not control.
     """
     jobs = live_jobs(scenario, state, origin)
     snap = build_snapshot(scenario, now, jobs, ledger=ledger, demand=live_demand(scenario, jobs))
     observed = {n.name: n for n in state.nodes}
+    foreign = {
+        n for j in state.jobs if not j.managed and j.phase in ("running", "suspended") for n in j.nodes
+    }
     nodes = []
     for ns in snap.nodes:
         seen = observed.get(ns.node.name)
-        if seen is None or seen.drained:
+        if seen is None or seen.drained or ns.node.name in foreign:
             start = now if ns.drain_start is None else min(ns.drain_start, now)
             nodes.append(NodeState(node=ns.node, drain_start=start, drain_end=None))
         else:

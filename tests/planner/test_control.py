@@ -172,15 +172,21 @@ def test_origin_is_kept_next_to_the_ledger(tmp_path: Path) -> None:
 
 def test_nodes_drained_on_the_cluster_get_no_planned_work(tiny: Scenario) -> None:
     """A node the cluster reports drained is drained in the snapshot, and no slice of the
-    resulting plan uses it; a node the cluster does not report is treated the same way."""
+    resulting plan uses it; a node the cluster does not report, or where a job outside the
+    planner's convention runs, is treated the same way."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     ex.drain("beta-b200-000", "psu")
     state = ex.observe()
-    partial = state.model_copy(update={"nodes": tuple(n for n in state.nodes if n.name != "alpha-h100-000")})
+    theirs = ObservedJob(job="theirs", native_id="99", phase="running", managed=False, gpus=1,
+                         nodes=("alpha-h100-003",), run_start=ORIGIN)
+    partial = state.model_copy(update={
+        "nodes": tuple(n for n in state.nodes if n.name != "alpha-h100-000"),
+        "jobs": (*state.jobs, theirs),
+    })
     snap = live_snapshot(tiny, partial, ORIGIN, 0.0, None)
     drained = {ns.node.name for ns in snap.nodes if ns.drained_at(0.0)}
-    assert drained == {"beta-b200-000", "alpha-h100-000"}
+    assert drained == {"beta-b200-000", "alpha-h100-000", "alpha-h100-003"}
     summary = _loop(tiny, ex, Ledger(), clock).run(epochs=1)
     used = {n for s in summary.plans[0].slices for a in s.assignments for n in a.nodes}
     assert used and "beta-b200-000" not in used
