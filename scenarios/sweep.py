@@ -15,7 +15,9 @@ Grid keys (see ``docs/sweeps.md``):
   at least one node);
 - ``clusters.<name>.node_groups[<i>].nodes`` and any other field path; in a list of named
   items (clusters, org units, ...) a segment selects the item of that name;
-- ``workloads.generate.<field>``: generator parameters (``load``, ``days``, ``seed``...).
+- ``workloads.generate.<field>``: generator parameters (``load``, ``days``, ``seed``...);
+- ``options.<name>``: a simulator option instead of a scenario edit (``options.time_limit``
+  of ``mip``); a policy that does not take it runs without it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +129,13 @@ class SweepPoint:
     policy: str
     seed: int | None
     key: str
+    options: tuple[tuple[str, Any], ...] = ()
+    """The simulator options this point runs with (the sweep's and its ``options.*``
+    grid values), only those its policy takes."""
+
+    def edits(self) -> Iterator[tuple[str, Any]]:
+        """The grid values that edit the scenario (all but ``options.*``)."""
+        return ((k, v) for k, v in self.params if not k.startswith(OPTION_PREFIX))
 
     def label(self) -> str:
         """``policy.lookback=3d, policy=fairshare``: the point in words."""
@@ -174,12 +183,17 @@ def expand(
     *,
     days: float | None = None,
     options: Mapping[str, Any] | None = None,
+    policy_takes: Mapping[str, Sequence[str]] | None = None,
 ) -> list[SweepPoint]:
     """Every point of the sweep, in grid order (last key fastest), then policy and seed.
 
+    ``options`` (and ``options.<name>`` grid keys) are simulator options; with
+    ``policy_takes`` (policy -> the option names it takes) each point keeps only its
+    policy's, and an option no policy of the sweep takes is an error.
+
     Raises :class:`SweepError` for input that no point could run with: an empty value
     list, a grid key that names nothing in the base, seeds for a workload that is not
-    generated, no policies.
+    generated, no policies, an option no policy takes.
     """
     options = dict(options or {})
     if not policies:
@@ -189,7 +203,19 @@ def expand(
             raise SweepError(None, f"grid.{key}: expected a list of values, got {values!r}")
         if not values:
             raise SweepError(None, f"grid.{key}: give at least one value")
-        check_key(base, key, values[0])
+        if not key.startswith(OPTION_PREFIX):
+            check_key(base, key, values[0])
+    if policy_takes is not None:
+        taken = {name for p in policies for name in policy_takes.get(p, ())}
+        given = [("options." + k, k) for k in options]
+        given += [(k, k[len(OPTION_PREFIX) :]) for k in grid if k.startswith(OPTION_PREFIX)]
+        for where, name in given:
+            if name not in taken:
+                raise SweepError(
+                    None,
+                    f"{where}: no policy of this sweep takes option {name!r} "
+                    f"(they take: {', '.join(sorted(taken)) or 'none'})",
+                )
     if seeds is not None:
         if not seeds:
             raise SweepError(None, "seeds: give at least one seed (or leave seeds out)")
@@ -205,16 +231,25 @@ def expand(
     keys = list(grid)
     for values in itertools.product(*(grid[k] for k in keys)):
         params = tuple(zip(keys, values, strict=True))
+        grid_options = {k[len(OPTION_PREFIX) :]: v for k, v in params if k.startswith(OPTION_PREFIX)}
         for policy in policies:
+            point_options = {**options, **grid_options}
+            if policy_takes is not None:
+                takes = policy_takes.get(policy, ())
+                point_options = {k: v for k, v in point_options.items() if k in takes}
             for seed in seeds if seeds is not None else [None]:
-                key = point_key(base, params, policy, seed, days, options)
-                points.append(SweepPoint(params, policy, seed, key))
+                key = point_key(base, params, policy, seed, days, point_options)
+                points.append(
+                    SweepPoint(params, policy, seed, key, tuple(sorted(point_options.items())))
+                )
     return points
 
 
 # -- applying edits ---------------------------------------------------------------------
 
 SEED_KEY = "workloads.generate.seed"
+#: Grid keys under this prefix are simulator options, not scenario edits.
+OPTION_PREFIX = "options."
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -376,7 +411,7 @@ def point_scenario(base: SweepBase, point: SweepPoint) -> Scenario:
     file's folder. Raises :class:`ScenarioError` naming the field for an invalid point.
     """
     data = copy.deepcopy(base.data)
-    for key, value in point.params:
+    for key, value in point.edits():
         apply_edit(data, key, value)
     if point.seed is not None:
         apply_edit(data, SEED_KEY, point.seed)
@@ -393,7 +428,6 @@ class PointTask:
     base: SweepBase
     point: SweepPoint
     days: float | None
-    options: dict[str, Any] = field(default_factory=dict)
     runner: Runner | None = None
 
 
@@ -429,7 +463,7 @@ def run_point(task: PointTask) -> dict[str, Any]:
             from planner.simulator import simulate
 
             runner = simulate
-        result = runner(scenario, point.policy, days=task.days, **task.options)
+        result = runner(scenario, point.policy, days=task.days, **dict(point.options))
         summary = result if isinstance(result, Mapping) else result.summary
         for column, value in flatten_summary(summary).items():
             # A metric never overwrites the point's own columns (policy, error...).
@@ -609,7 +643,9 @@ def sweep(
     days
         Simulated days (``None``: the simulator's default).
     options
-        Extra keyword options passed to the simulator for every point.
+        Simulator options for every point (``time_limit`` of ``mip``, ``seed`` of
+        ``legacy``...); each policy gets the ones it takes. Grid keys
+        ``options.<name>`` sweep an option.
     out
         Folder for the results: one file per finished point under ``out/points/`` as it
         completes, then ``out/results.csv`` and ``out/results.parquet``. A rerun with
@@ -681,9 +717,11 @@ def run_sweep(
     options = dict(options or {})
     if isinstance(policies, str):
         policies = [policies]
+    policy_takes: Mapping[str, Sequence[str]] | None = None
     if runner is None:
-        from planner.simulator.policies import POLICY_NAMES
+        from planner.simulator.policies import OPTIONS, POLICY_NAMES
 
+        policy_takes = OPTIONS
         unknown = [p for p in policies if p not in POLICY_NAMES]
         if unknown:
             raise SweepError(
@@ -691,12 +729,14 @@ def run_sweep(
             )
     if workers < 0:
         raise SweepError(None, f"workers: expected 0 or more, got {workers}")
-    points = expand(sweep_base, grid or {}, policies, seeds, days=days, options=options)
+    points = expand(
+        sweep_base, grid or {}, policies, seeds, days=days, options=options, policy_takes=policy_takes
+    )
     store = PointStore(out) if out is not None else None
     rows: dict[str, dict[str, Any]] = store.finished(p.key for p in points) if store else {}
     skipped = len(rows)
     todo = {p.key: p for p in points if p.key not in rows}
-    tasks = [PointTask(sweep_base, p, days, options, runner) for p in todo.values()]
+    tasks = [PointTask(sweep_base, p, days, runner) for p in todo.values()]
     failed = 0
 
     from tqdm import tqdm

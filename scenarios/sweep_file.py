@@ -9,7 +9,7 @@ The shape (documented in ``docs/sweeps.md``)::
     grid:                       # dotted path -> list of values; the sweep runs the product
       policy.lookback: [3d, 7d, 14d]
       org.research.share: [2, 3, 4]
-    options: {}                 # extra keyword options for the simulator
+    options: {}                 # simulator options; each policy gets those it takes
     out: lookback-results       # result folder, relative to this file (--out overrides;
                                 # left out: <file stem>-results in the current folder)
 """

@@ -21,6 +21,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from models import Scenario
 from planner.simulator import simulate
+from planner.simulator.policies import OPTIONS as POLICY_OPTIONS
 from scenarios import bundled_scenarios, load_scenario, sweep
 from scenarios.sweep import (
     ELAPSED_COLUMN,
@@ -307,6 +308,35 @@ def test_unknown_policy_is_refused() -> None:
     """An unknown policy name fails before anything runs, listing the known ones."""
     with pytest.raises(SweepError, match="unknown policy 'fifo'.*fairshare"):
         sweep("tiny", policies=["fifo"])
+
+
+def test_options_reach_only_the_policies_that_take_them() -> None:
+    """A simulator option (given for all points or swept as ``options.<name>``) goes to the
+    policies that take it; the others run without it instead of failing."""
+    base = SweepBase.from_any("tiny")
+    points = expand(
+        base,
+        {"options.protected_fraction": [0.0, 0.5]},
+        ["fairshare", "legacy"],
+        options={"seed": 7},
+        policy_takes=POLICY_OPTIONS,
+    )
+    by_policy = {(p.policy, dict(p.params)["options.protected_fraction"]): dict(p.options) for p in points}
+    assert by_policy[("fairshare", 0.5)] == {}
+    assert by_policy[("legacy", 0.5)] == {"protected_fraction": 0.5, "seed": 7}
+    frame = sweep(
+        "tiny", grid={"options.protected_fraction": [0.0, 0.5]}, policies=["fairshare", "legacy"], days=DAYS
+    )
+    assert frame["error"].isna().all()
+    assert list(frame["options.protected_fraction"]) == [0.0, 0.0, 0.5, 0.5]
+
+
+def test_an_option_no_policy_takes_is_refused() -> None:
+    """An option that none of the sweep's policies takes is bad input, named as such."""
+    with pytest.raises(SweepError, match="options.time_limit: no policy of this sweep takes"):
+        sweep("tiny", policies=["fairshare"], options={"time_limit": 2})
+    with pytest.raises(SweepError, match="options.rel_gap: no policy of this sweep takes"):
+        sweep("tiny", grid={"options.rel_gap": [0.1]}, policies=["legacy"])
 
 
 # -- real simulator: rows, failures -----------------------------------------------------

@@ -123,6 +123,7 @@ def test_ctrl_c_says_what_was_kept(
         ("base: tiny\nseeds: [1, 2]\n", "seeds: the base scenario's workload is not generated"),
         ("base: tiny\ndays: -1\n", "days: Input should be greater than 0"),
         ("- base: tiny\n", "expected a mapping"),
+        ("base: tiny\noptions: {time_limit: 2}\n", "options.time_limit: no policy of this sweep takes"),
     ],
 )
 def test_bad_input_exits_2_naming_file_and_field(
