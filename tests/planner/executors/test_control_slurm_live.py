@@ -98,6 +98,8 @@ def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -
     assert still is not None and (still.native_id, still.run_start, still.restarts) == (
         contract.native_id, contract.run_start, 0)
     origin = float(json.loads((tmp_path / "ledger.sqlite.origin.json").read_text())["origin"])
-    ran = spans[-1][1] - (contract.run_start - origin)  # type: ignore[operator]
+    # Charged from its start (or the first record, if it started within the first
+    # planning moments) to the last record, across the kill.
+    ran = spans[-1][1] - max(contract.run_start - origin, spans[0][0])  # type: ignore[operator]
     nlp = sum(u.allocated_gpu_h for u in usage if u.project == "nlp")
     assert nlp == pytest.approx(8 * ran / 3600, rel=0.02)

@@ -19,7 +19,7 @@ def executor(cluster: object, scenario: Scenario, **kw: object) -> SlurmExecutor
     return SlurmExecutor(scenario, runner=cluster.runner, **kw)  # type: ignore[attr-defined,arg-type]
 
 
-def wait_for(ex: SlurmExecutor, ok: Callable[[ClusterState], bool], timeout: float = 15.0) -> ClusterState:
+def wait_for(ex: SlurmExecutor, ok: Callable[[ClusterState], bool], timeout: float = 30.0) -> ClusterState:
     """Observe until ``ok`` holds (Slurm acts asynchronously); fail with the last state."""
     deadline = time.monotonic() + timeout
     while True:
