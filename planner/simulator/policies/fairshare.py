@@ -47,6 +47,8 @@ class FairSharePolicy:
 
     def attach(self, engine: Engine) -> None:
         self.engine = engine
+        # Budgets are shares of the whole cluster, drained nodes included.
+        self.budget_capacity = engine.scenario.capacity_h100()
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
         engine.charge_hooks.append(self._refresh)
@@ -59,7 +61,7 @@ class FairSharePolicy:
         e = self.engine
         demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
         st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger,
-                       now, e.scenario.policy)
+                       now, e.scenario.policy, budget_capacity=self.budget_capacity)
         self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
         self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
         self.victims.invalidate()

@@ -63,8 +63,8 @@ class MipPolicy:
         self.fallbacks = 0
         self.deviations = 0
         self.known_running: set[int] = set()  # jobs running when the current plan was made
-        # GPUs per node that this and later slices of the plan start work on
-        self.reserved: dict[str, int] = {}
+        # Per node, (start time, GPUs) of the plan's starts still to come this epoch
+        self.reserved: dict[str, list[tuple[float, int]]] = {}
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
         self.queue = ShapeQueues(_key)
@@ -76,6 +76,8 @@ class MipPolicy:
 
     def attach(self, engine: Engine) -> None:
         self.engine = engine
+        # Budgets are shares of the whole cluster, drained nodes included.
+        self.budget_capacity = engine.scenario.capacity_h100()
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
         pol = engine.scenario.policy
@@ -171,7 +173,7 @@ class MipPolicy:
         e = self.engine
         demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
         st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger, now,
-                       e.scenario.policy)
+                       e.scenario.policy, budget_capacity=self.budget_capacity)
         self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
         self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
         self.victims.invalidate()
@@ -218,12 +220,13 @@ class MipPolicy:
         self._reserve(k)
 
     def _reserve(self, k: int) -> None:
-        """GPUs per node the plan's starts in slices ``k``.. still need (backfill keeps off)."""
+        """Per node, when and how many GPUs the plan's starts in slices ``k``.. need."""
         e = self.engine
         assert self.plan is not None
         self.reserved = {}
         seen: set[str] = set()
         for later in self.plan.slices[k:]:
+            at = max(later.start, e.now)
             for a in later.assignments:
                 r = e.by_id.get(a.job)
                 # Only queued jobs need room: running ones never migrate.
@@ -232,7 +235,7 @@ class MipPolicy:
                 seen.add(a.job)
                 per_node = a.gpus if len(a.nodes) == 1 else e.cluster.nodes[a.nodes[0]].size
                 for n in a.nodes:
-                    self.reserved[n] = self.reserved.get(n, 0) + per_node
+                    self.reserved.setdefault(n, []).append((at, per_node))
 
     def _start_planned(self, run: JobRun, a: Any) -> bool:
         e = self.engine
@@ -332,6 +335,26 @@ class MipPolicy:
                 if e.cluster.total_free == 0:
                     return
 
+    def _unreserved(self, free: dict[str, int], run: JobRun) -> dict[str, int]:
+        """Free GPUs ``run`` may backfill: those no planned start needs before the plan
+        could take them back from it.
+
+        Unallocated work may be preempted at any time, so it may use every idle GPU;
+        resumable funded work only GPUs not needed before its minimum runtime ends;
+        non-resumable funded work (which the plan never preempts) none that are reserved.
+        """
+        job = run.job
+        if not job.allocated:
+            return free
+        until = self.engine.now + job.min_runtime if job.resumable else math.inf
+        out: dict[str, int] = {}
+        res = self.reserved
+        for n, f in free.items():
+            need = sum(g for t, g in res.get(n, ()) if t < until) if n in res else 0
+            if f > need:
+                out[n] = f - need
+        return out
+
     def _backfill(self, run: JobRun) -> bool:
         e = self.engine
         cl = e.cluster
@@ -343,8 +366,7 @@ class MipPolicy:
                 continue
             free = ps.open_free
             if self.reserved:
-                res = self.reserved
-                free = {n: f - res.get(n, 0) for n, f in free.items() if f > res.get(n, 0)}
+                free = self._unreserved(free, run)
             nodes = place_gang(free, ps.size, job.gpus)
             if nodes is not None:
                 e.start(run, pool, nodes, charged=job.allocated,
