@@ -185,11 +185,13 @@ class DryRunExecutor:
                                       nodes=(node,), detail=reason))
 
     def undrain(self, node: str) -> ActionResult:
+        """Return ``node`` to service."""
         changed = self._drained.pop(node, None) is not None
         return self._log(ActionResult(job="", action="undrain", ok=True, changed=changed,
                                       nodes=(node,)))
 
     def close(self) -> None:
+        """Close the log file if this executor opened it."""
         if self._own_stream:
             self._out.close()
 

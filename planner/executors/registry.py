@@ -106,9 +106,11 @@ class ExecutorRegistry:
             self.register_lazy(ep.name, ep, origin=origin)
 
     def names(self) -> tuple[str, ...]:
+        """Registered executor names, sorted."""
         return tuple(sorted(self._entries))
 
     def origin(self, name: str) -> str:
+        """Where ``name`` comes from (``built-in``, or the entry point and distribution)."""
         return self._lookup(name)[2]
 
     def factory(self, name: str) -> ExecutorFactory:

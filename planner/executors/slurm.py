@@ -172,9 +172,11 @@ class SlurmExecutor:
     # -- argument building (pure) ------------------------------------------------------
 
     def squeue_args(self) -> list[str]:
+        """Every job of every partition (others' jobs occupy nodes too), as JSON."""
         return ["squeue", "--all", "--json"]
 
     def sinfo_args(self) -> list[str]:
+        """Every node, hidden partitions included, as JSON."""
         return ["sinfo", "--all", "--json"]
 
     def sbatch_args(self, job: Job) -> list[str]:
@@ -208,22 +210,28 @@ class SlurmExecutor:
         return cmds
 
     def preempt_args(self, native_id: str) -> list[str]:
+        """Requeue a running job and leave it held (its next start is the planner's)."""
         return ["scontrol", "requeuehold", native_id]
 
     def hold_args(self, native_id: str) -> list[str]:
+        """Hold a released job that has not started yet."""
         return ["scontrol", "hold", native_id]
 
     def suspend_args(self, native_id: str) -> list[str]:
+        """Stop a running job in place."""
         return ["scontrol", "suspend", native_id]
 
     def resume_args(self, native_id: str) -> list[str]:
+        """Continue a suspended job where it is."""
         return ["scontrol", "resume", native_id]
 
     def drain_args(self, node: str, reason: str) -> list[str]:
+        """Drain a node (planner name): running work stays, no new work starts."""
         return ["scontrol", "update", f"NodeName={self.to_native.get(node, node)}",
                 "State=DRAIN", f"Reason={reason or 'gpuplan'}"]
 
     def undrain_args(self, node: str) -> list[str]:
+        """Return a drained node to service."""
         return ["scontrol", "update", f"NodeName={self.to_native.get(node, node)}", "State=RESUME"]
 
     # -- Executor ---------------------------------------------------------------------
@@ -283,6 +291,7 @@ class SlurmExecutor:
                             nodes=(node,), detail=reason if res.returncode == 0 else _why(res))
 
     def undrain(self, node: str) -> ActionResult:
+        """``scontrol update NodeName=.. State=RESUME``."""
         res = self._run(self.undrain_args(node))
         return ActionResult(job="", action="undrain", ok=res.returncode == 0,
                             changed=res.returncode == 0, nodes=(node,),

@@ -98,12 +98,14 @@ class ClusterState(Frozen):
         return (live or found)[-1] if found else None
 
     def node(self, name: str) -> ObservedNode | None:
+        """The node named ``name`` (planner name), if the cluster reported it."""
         for n in self.nodes:
             if n.name == name:
                 return n
         return None
 
     def running(self) -> tuple[ObservedJob, ...]:
+        """Jobs running now, managed or not."""
         return tuple(j for j in self.jobs if j.phase == "running")
 
 
@@ -132,12 +134,15 @@ class ApplyReport(Frozen):
 
     @property
     def failed(self) -> tuple[ActionResult, ...]:
+        """Results that did not succeed (refused or failed commands)."""
         return tuple(r for r in self.results if not r.ok)
 
     @property
     def changed(self) -> tuple[ActionResult, ...]:
+        """Results that changed the cluster (empty for a repeated apply)."""
         return tuple(r for r in self.results if r.changed)
 
     @property
     def ok(self) -> bool:
+        """Whether nothing failed."""
         return not self.failed
