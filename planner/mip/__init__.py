@@ -1,12 +1,13 @@
 """The epoch planner: snapshot -> MIP -> time-slice :class:`~models.Plan`.
 
-:func:`plan_epoch` is the one entry point. Its phases, each timed in the plan's solver
-message:
+:func:`plan_epoch` is the one entry point. Its phases:
 
 1. cut the epoch into slices and classify its jobs (:mod:`planner.mip.epoch`);
 2. build the greedy plan (:mod:`planner.mip.greedy`): the fallback and the warm start;
 3. build the backend-neutral MIP (:func:`planner.mip.formulation.apply`);
-4. solve it with the chosen backend (:mod:`planner.mip.backends`);
+4. solve it with the chosen backend (:mod:`planner.mip.backends`); large epochs first
+   solve the LP relaxation, round it, and let the backend improve the rounding in the
+   neighbourhood of the LP optimum (:mod:`planner.mip.relax`);
 5. read the answer back, place gangs on nodes and fill what is left
    (:func:`planner.mip.formulation.invert`, :mod:`planner.mip.assemble`);
 6. say why each waiting job waits (:mod:`planner.mip.explain`).
@@ -16,14 +17,20 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import numpy.typing as npt
+
 from models import Plan, Snapshot, SolverInfo, SolveStatus
 from planner.mip.assemble import build_plan, place_runs
 from planner.mip.backends import Backend, SolveResult, available_backends, get_backend
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
-from planner.mip.formulation import Formulation, apply, hint_from_runs, invert
+from planner.mip.formulation import Formulation, apply, hint_from_runs, invert, values_of_runs
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.relax import lp_available, neighbourhood, solve_relaxation
+
+#: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
+LP_GUIDED_VARS = 4000
 
 
 def plan_epoch(
@@ -43,7 +50,7 @@ def plan_epoch(
     backend
         ``"cpsat"`` (default), ``"pulp"``, or a :class:`Backend` object.
     time_limit
-        Seconds for the whole call; model building counts against it.
+        Seconds for the whole call; model building and placement count against it.
     rel_gap
         Stop once the incumbent is within this fraction of the proven bound.
     previous
@@ -53,7 +60,9 @@ def plan_epoch(
     -------
     Plan
         Never raises for solver trouble: with no incumbent or a solver error it returns
-        the greedy plan with ``solver.fallback`` set.
+        the greedy plan with ``solver.fallback`` set. ``solver.objective`` is the
+        objective of the plan returned (after placement and gap filling), ``bound`` the
+        best proven bound and ``gap`` the relative difference.
 
     Raises
     ------
@@ -62,32 +71,32 @@ def plan_epoch(
     """
     t0 = time.perf_counter()
     solver = get_backend(backend) if isinstance(backend, str) else backend
+    name = solver.name
     # 1-2. Geometry and the greedy plan.
     epoch = build_epoch(snapshot)
     greedy = greedy_runs(epoch, previous)
+    # Placement, gap filling, reasons and the plan's objects take a few times the
+    # greedy's time: keep that much of the limit for them.
+    reserve = 4.0 * (time.perf_counter() - t0) + 0.1
+    deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
-    name = solver.name
     if form.trivial:
-        return greedy_plan(
-            epoch,
-            greedy,
-            SolverInfo(
-                backend=name,
-                status=SolveStatus.TRIVIAL,
-                seconds=time.perf_counter() - t0,
-                message="nothing to decide",
-            ),
+        info = SolverInfo(
+            backend=name,
+            status=SolveStatus.TRIVIAL,
+            seconds=time.perf_counter() - t0,
+            message="nothing to decide",
         )
-    form.model.hint = hint_from_runs(form, greedy.runs)
-    # 4. Solve, within what is left of the time limit. Large epochs solve the LP
-    # relaxation first, fix what it decided and let the MIP backend repair the rest.
+        return greedy_plan(epoch, greedy, info)
+    # 4. Solve.
     note = ""
     try:
         if form.model.num_vars > LP_GUIDED_VARS and lp_available():
-            result, note = _lp_guided(form, solver, t0, time_limit, rel_gap)
+            result, note = _lp_guided(form, solver, epoch, previous, deadline, rel_gap)
         else:
-            left = max(time_limit - (time.perf_counter() - t0), 0.01)
+            form.model.hint = hint_from_runs(form, greedy.runs)
+            left = max(deadline - time.perf_counter(), 0.01)
             result = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
     except Exception as exc:  # a backend must not take the planner down
         return _fallback(epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc))
@@ -96,60 +105,81 @@ def plan_epoch(
     # 5. Back to the domain: placement and gap filling.
     ends, starts = invert(form, result.values)
     runs, dropped, board = place_runs(epoch, ends, starts, previous, fill=True)
+    final = values_of_runs(form, runs)
+    objective = float(form.model.value(final)) if final is not None else result.objective
+    bound = result.bound
+    status = result.status
+    if bound is not None and objective is not None:
+        bound = max(bound, objective)
+        if status is SolveStatus.OPTIMAL and objective < bound - 1e-6:
+            status = SolveStatus.FEASIBLE  # placement dropped a gang the solver had placed
+    gap = (
+        max(bound - objective, 0.0) / max(abs(bound), 1.0)
+        if bound is not None and objective is not None
+        else None
+    )
     # 6. Reasons.
     pending = pending_reasons(epoch, runs, dropped, board)
     info = SolverInfo(
         backend=name,
-        status=result.status,
-        objective=result.objective,
-        bound=result.bound,
-        gap=result.gap,
+        status=status,
+        objective=objective,
+        bound=bound,
+        gap=gap,
         seconds=time.perf_counter() - t0,
         fallback=False,
         message=f"{form.model.num_vars} variables, {len(form.model.constraints)} constraints, "
         f"{len(epoch.classes)} job classes; solver {result.seconds:.2f}s ({result.message})"
-        + note,
+        + note
+        + (f"; {len(dropped)} gang(s) found no hole" if dropped else ""),
     )
     return build_plan(epoch, runs, pending, info)
 
 
-#: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
-LP_GUIDED_VARS = 4000
-
-
 def _lp_guided(
-    form: Formulation, solver: Backend, t0: float, time_limit: float, rel_gap: float
+    form: Formulation,
+    solver: Backend,
+    epoch: Epoch,
+    previous: Plan | None,
+    deadline: float,
+    rel_gap: float,
 ) -> tuple[SolveResult, str]:
-    """LP relaxation, then the MIP over the variables it left fractional (and their kin).
+    """LP relaxation, its rounding, then the backend in the LP optimum's neighbourhood.
 
-    The bound reported is the LP's, a proven bound of the whole model.
+    The LP optimum rounded down, placed and gap-filled is a feasible incumbent. When it
+    is not yet within ``rel_gap`` of the LP bound, the backend searches the variables the
+    LP left fractional (with their job class) around it. The bound reported is the LP's:
+    a proven bound of the whole model.
     """
-    left = max(time_limit - (time.perf_counter() - t0), 0.01)
-    relax = solve_relaxation(form.model, left * 0.5)
+    t_start = time.perf_counter()
+    relax = solve_relaxation(form.model, max(deadline - t_start, 0.01) * 0.5)
     if relax is None:
-        left = max(time_limit - (time.perf_counter() - t0), 0.01)
+        left = max(deadline - time.perf_counter(), 0.01)
         return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), ""
-    sub = neighbourhood(form.model, relax, form.groups(), form.loose())
-    small, keep, full = sub.restrict(sub.lower, sub.upper)
-    left = max(time_limit - (time.perf_counter() - t0), 0.01)
-    # The sub-problem's own gap is measured against its own bound; aim a little lower so
-    # the gap to the LP bound meets rel_gap.
-    result = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
-    note = f"; LP-guided: LP {relax.seconds:.2f}s, {small.num_vars} variables left free"
-    if result.values is None or result.objective is None:
-        return result, note
-    full[keep] = result.values
-    result = SolveResult(
-        result.status, full, float(form.model.value(full)), None, result.seconds, result.message
-    )
-    assert result.objective is not None
-    bound = max(relax.bound, result.objective)
-    gap = (bound - result.objective) / max(abs(bound), 1.0)
-    status = SolveStatus.OPTIMAL if gap <= 1e-9 else SolveStatus.FEASIBLE
-    return (
-        SolveResult(status, result.values, result.objective, bound, result.seconds, result.message),
-        note,
-    )
+    floor = np.floor(relax.values + 1e-6).astype(np.int64)
+    ends, starts = invert(form, floor)
+    runs, _, _ = place_runs(epoch, ends, starts, previous, fill=True)
+    best: npt.NDArray[np.int64] | None = values_of_runs(form, runs)
+    best_obj = float(form.model.value(best)) if best is not None else None
+    bound = relax.bound
+    note = f"; LP-guided: LP {relax.seconds:.2f}s"
+    message = "LP rounding"
+    if best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap:
+        sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
+        small, keep, full = sub.restrict(sub.lower, sub.upper)
+        left = max(deadline - time.perf_counter(), 0.01)
+        result = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
+        note += f", {small.num_vars} variables searched"
+        if result.values is not None:
+            full[keep] = result.values
+            obj = float(form.model.value(full))
+            if best_obj is None or obj > best_obj:
+                best, best_obj, message = full, obj, result.message
+    if best is None or best_obj is None:
+        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, time.perf_counter() - t_start, "no incumbent"), note
+    bound = max(bound, best_obj)
+    status = SolveStatus.OPTIMAL if bound - best_obj <= 1e-6 else SolveStatus.FEASIBLE
+    return SolveResult(status, best, best_obj, bound, time.perf_counter() - t_start, message), note
 
 
 def _fallback(

@@ -24,6 +24,7 @@ from models import (
     SolverInfo,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, resumes
+from planner.mip.objective import WORK_BONUS, marginal_slope
 from planner.placement import place_gang
 
 
@@ -34,20 +35,23 @@ class Start:
     state: JobState
     pool: int
     slice: int
-    charged: bool
 
 
 @dataclass
 class Run:
-    """A placed run: slices ``first .. last-1`` on ``nodes``."""
+    """A placed run: slices ``first .. last-1`` on ``nodes``.
+
+    ``charged`` says, per slice of the run, whether it is charged to the budget
+    (:func:`charge_runs`); a funded job past its project's headroom runs unallocated.
+    """
 
     state: JobState
     pool: int
     first: int
     last: int
     nodes: tuple[str, ...]
-    charged: bool
     running: bool
+    charged: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +61,9 @@ class Board:
     epoch: Epoch
     free: dict[str, list[int]] = field(default_factory=dict)
     size: dict[str, int] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    #: Free GPUs per (pool, slice): the sum of ``free`` over the pool's nodes.
+    totals: dict[tuple[int, int], int] = field(default_factory=dict)
     budget: dict[str, int] = field(default_factory=dict)
     work: dict[str, int] = field(default_factory=dict)
 
@@ -69,6 +76,8 @@ class Board:
                 board.free[n] = [
                     0 if n in p.drained[k] else p.gpus_per_node for k in range(epoch.slices)
                 ]
+            for k in range(epoch.slices):
+                board.totals[(p.index, k)] = p.capacity(k)
         board.budget = dict(epoch.headroom_q)
         return board
 
@@ -76,13 +85,12 @@ class Board:
         per_node = pool.gpus_per_node if pool.multi(run.state.job.gpus) else run.state.job.gpus
         for n in run.nodes:
             for k in range(run.first, run.last):
-                self.free[n][k] = max(self.free[n][k] - per_node, 0)
+                new = max(self.free[n][k] - per_node, 0)
+                self.totals[(pool.index, k)] -= self.free[n][k] - new
+                self.free[n][k] = new
+        self.runs.append(run)
         job = run.state.job
         span = run.last - run.first
-        if run.charged:
-            self.budget[job.project] = self.budget.get(job.project, 0) - span * self.epoch.charge_q(
-                job.gpus, pool, job.urgent
-            )
         self.work[job.project] = self.work.get(job.project, 0) + span * self.epoch.work_q(job.gpus, pool)
 
     def place(
@@ -97,7 +105,7 @@ class Board:
         return place_gang(free, self.size, gpus, prefer=prefer)
 
     def pool_free(self, pool: SubPool, k: int) -> int:
-        return sum(self.free[n][k] for n in pool.nodes)
+        return self.totals[(pool.index, k)]
 
 
 def previous_nodes(previous: Plan | None) -> dict[str, tuple[str, ...]]:
@@ -129,7 +137,7 @@ def place_runs(
         end = ends.get(r.id, r.must)
         if end <= 0:
             continue
-        run = Run(r.state, r.pool, 0, end, r.state.nodes, r.state.charged, True)
+        run = Run(r.state, r.pool, 0, end, r.state.nodes, True)
         board.occupy(run, epoch.pools[r.pool])
         runs.append(run)
     prev = previous_nodes(previous)
@@ -154,54 +162,99 @@ def place_runs(
         if nodes is None:
             dropped.add(s.state.job.id)
             continue
-        run = Run(s.state, s.pool, s.slice, last, nodes, s.charged, False)
+        run = Run(s.state, s.pool, s.slice, last, nodes, False)
         board.occupy(run, pool)
         runs.append(run)
     if fill:
         placed = {r.state.job.id for r in runs}
         runs.extend(fill_gaps(epoch, board, placed, prev))
+    board.budget = charge_runs(epoch, runs)
     return runs, dropped, board
+
+
+def charge_runs(epoch: Epoch, runs: list[Run]) -> dict[str, int]:
+    """Decide which slices of funded runs are charged; returns the headroom left.
+
+    Per project, slices are charged while headroom lasts: running jobs first, then
+    urgent work, higher priority, earlier slices. The rest runs unallocated.
+    """
+    left = dict(epoch.headroom_q)
+    order = sorted(
+        runs,
+        key=lambda r: (
+            not r.running,
+            not r.state.job.urgent,
+            -r.state.job.priority,
+            r.first,
+            r.state.job.id,
+        ),
+    )
+    for run in order:
+        job = run.state.job
+        run.charged = [False] * (run.last - run.first)
+        if not job.allocated:
+            continue
+        cost = epoch.charge_q(job.gpus, epoch.pools[run.pool], job.urgent)
+        for i in range(run.last - run.first):
+            if left.get(job.project, 0) >= cost:
+                run.charged[i] = True
+                left[job.project] = left.get(job.project, 0) - cost
+    return left
 
 
 def fill_gaps(
     epoch: Epoch, board: Board, placed: set[str], prev: dict[str, tuple[str, ...]]
 ) -> list[Run]:
-    """Start waiting jobs on what is left, the project furthest below its share first.
+    """Start waiting jobs on what is left, greedily by the objective's marginal gain.
 
-    A funded job is charged while its project has headroom, else it runs unallocated.
-    This is also the whole of the greedy fallback plan.
+    The next job comes from the project whose next quantum of work is worth most: the
+    slope of its concave utility where its charged work stands (while it has headroom),
+    plus the work-conservation bonus. Inside a project: urgent, then priority, then the
+    oldest. This is also the whole of the greedy fallback plan.
     """
-    standing = epoch.snapshot.standing
     queues: dict[str, list[tuple[JobClass, JobState]]] = {}
     for c in epoch.classes:
         for st in c.jobs:
             if st.job.id not in placed:
                 queues.setdefault(c.project, []).append((c, st))
     for q in queues.values():
-        # Urgent first, then priority, then the oldest.
         q.sort(key=lambda cs: (not cs[0].urgent, -cs[0].priority, cs[1].job.submit, cs[1].job.id))
         q.reverse()  # pop() from the end
+    charged = {p: 0 for p in queues}
+    spent = {p: 0 for p in queues}
+    for run in board.runs:
+        job = run.state.job
+        if job.allocated and job.project in charged:
+            pool = epoch.pools[run.pool]
+            span = run.last - run.first
+            charged[job.project] += span * epoch.work_q(job.gpus, pool)
+            spent[job.project] += span * epoch.charge_q(job.gpus, pool, job.urgent)
 
-    def key(project: str) -> tuple[float, float, str]:
-        target = max(epoch.target_q.get(project, 0), 1)
-        ratio = standing[project].ratio if project in standing else 1.0
-        return (board.work.get(project, 0) / target, ratio, project)
+    def gain(project: str) -> int:
+        q = queues[project]
+        job = q[-1][1].job
+        if job.allocated and spent[project] < epoch.headroom_q.get(project, 0):
+            return WORK_BONUS + marginal_slope(epoch, project, charged[project])
+        return WORK_BONUS
 
-    heap = [(key(p), p) for p in queues]
+    heap = [(-gain(p), p) for p in queues if queues[p]]
     heapq.heapify(heap)
     out: list[Run] = []
     while heap:
         _, project = heapq.heappop(heap)
         q = queues[project]
-        placed_one = False
-        while q and not placed_one:
-            cls, st = q.pop()
-            run = _try_start(epoch, board, cls, st, prev)
-            if run is not None:
-                out.append(run)
-                placed_one = True
+        cls, st = q.pop()
+        started = _try_start(epoch, board, cls, st, prev)
+        if started is not None:
+            out.append(started)
+            job = st.job
+            if job.allocated:
+                pool = epoch.pools[started.pool]
+                span = started.last - started.first
+                charged[project] += span * epoch.work_q(job.gpus, pool)
+                spent[project] += span * epoch.charge_q(job.gpus, pool, job.urgent)
         if q:
-            heapq.heappush(heap, (key(project), project))
+            heapq.heappush(heap, (-gain(project), project))
     return out
 
 
@@ -215,13 +268,10 @@ def _try_start(
             if board.pool_free(pool, first) < pool.taken(job.gpus):
                 continue
             last = first + cls.length(first, epoch.slices)
-            charged = job.allocated and board.budget.get(job.project, 0) >= (last - first) * (
-                epoch.charge_q(job.gpus, pool, job.urgent)
-            )
             nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))
             if nodes is None:
                 continue
-            run = Run(st, p, first, last, nodes, charged, False)
+            run = Run(st, p, first, last, nodes, False)
             board.occupy(run, pool)
             return run
     return None
@@ -240,17 +290,19 @@ def build_plan(
     for run in sorted(runs, key=lambda r: (r.first, r.state.job.id)):
         pool = epoch.pools[run.pool]
         job = run.state.job
-        a = Assignment(
-            job=job.id,
-            project=job.project,
-            cluster=pool.cluster,
-            gpu_type=pool.gpu_type,
-            nodes=run.nodes,
-            gpus=job.gpus,
-            charged=run.charged,
-        )
         for k in range(run.first, run.last):
-            slices[k].append(a)
+            charged = bool(run.charged[k - run.first]) if run.charged else False
+            slices[k].append(
+                Assignment(
+                    job=job.id,
+                    project=job.project,
+                    cluster=pool.cluster,
+                    gpu_type=pool.gpu_type,
+                    nodes=run.nodes,
+                    gpus=job.gpus,
+                    charged=charged,
+                )
+            )
         if run.running:
             actions.append(Action(job=job.id, action="continue", at=epoch.start))
         else:
@@ -283,15 +335,18 @@ def build_plan(
     )
 
 
-def run_hours(epoch: Epoch, run: Run) -> float:
-    """Wall-clock hours of the run inside the epoch (a job may finish mid-slice)."""
-    seconds = (run.last - run.first) * epoch.slice_len
+def slice_hours(epoch: Epoch, run: Run) -> list[float]:
+    """Wall-clock hours of each slice of the run (a job may finish mid-slice)."""
     rest = run.state.remaining
-    if rest is not None:
-        if not run.running and resumes(run.state):
-            rest += epoch.snapshot.policy.restart_overhead
-        seconds = min(seconds, rest)
-    return seconds / 3600.0
+    if rest is not None and not run.running and resumes(run.state):
+        rest += epoch.snapshot.policy.restart_overhead
+    out: list[float] = []
+    for i in range(run.last - run.first):
+        seconds = epoch.slice_len
+        if rest is not None:
+            seconds = min(seconds, max(rest - i * epoch.slice_len, 0.0))
+        out.append(seconds / 3600.0)
+    return out
 
 
 def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
@@ -302,11 +357,12 @@ def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
     for run in runs:
         pool = epoch.pools[run.pool]
         job = run.state.job
-        h = run_hours(epoch, run) * job.gpus * pool.rate
-        planned[job.project] = planned.get(job.project, 0.0) + h
-        if run.charged:
-            factor = epoch.urgent_charge if job.urgent else 1.0
-            charged[job.project] = charged.get(job.project, 0.0) + h * factor
+        factor = epoch.urgent_charge if job.urgent else 1.0
+        for i, h in enumerate(slice_hours(epoch, run)):
+            gpu_h = h * job.gpus * pool.rate
+            planned[job.project] = planned.get(job.project, 0.0) + gpu_h
+            if run.charged and run.charged[i]:
+                charged[job.project] = charged.get(job.project, 0.0) + gpu_h * factor
     projects = sorted(set(snap.standing) | set(planned))
     return tuple(
         ProjectPlan(

@@ -137,7 +137,7 @@ class Epoch:
     def charge_q(self, gpus: int, pool: SubPool, urgent: bool) -> int:
         """Quanta of budget one slice of a job's run charges."""
         factor = self.urgent_charge if urgent else 1.0
-        return max(round(gpus * pool.rate * WORK_SCALE * factor), 1)
+        return max(round(self.work_q(gpus, pool) * factor), 1)
 
     def work_q(self, gpus: int, pool: SubPool) -> int:
         """Quanta of H100-eq work one slice of a job's run delivers."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from models import JobState, Pending, PendingReason, Plan, Snapshot
 from planner.mip.assemble import Board, Run
 from planner.mip.epoch import Epoch, SubPool
-from planner.mip.formulation import project_weight
+from planner.mip.objective import project_weight
 
 
 def pending_reasons(
@@ -131,14 +131,6 @@ def _reason(
         if r.state.job.project == job.project
         and (r.state.job.urgent, r.state.job.priority) >= (job.urgent, job.priority)
     ]
-    standing = epoch.snapshot.standing
-    mine = project_weight(standing[job.project].ratio) if job.project in standing else 1.0
-    ahead = [
-        r
-        for r in others
-        if project_weight(standing[r.state.job.project].ratio if r.state.job.project in standing else 1.0)
-        >= mine
-    ]
     if own and sum(r.state.job.gpus for r in own) >= sum(r.state.job.gpus for r in others):
         return Pending(
             job=job.id,
@@ -147,7 +139,15 @@ def _reason(
             f"with equal or higher priority",
         )
     if others:
-        projects = sorted({r.state.job.project for r in (ahead or others)})
+        standing = epoch.snapshot.standing
+
+        def weight(project: str) -> float:
+            return project_weight(standing[project].ratio) if project in standing else 1.0
+
+        mine = weight(job.project)
+        holders_projects = {r.state.job.project for r in others}
+        ahead = {p for p in holders_projects if weight(p) >= mine}
+        projects = sorted(ahead or holders_projects)
         shown = ", ".join(projects[:3]) + (" ..." if len(projects) > 3 else "")
         return Pending(
             job=job.id,

@@ -17,28 +17,18 @@ from models import Job
 from planner.mip.assemble import Run, Start
 from planner.mip.epoch import Epoch, JobClass
 from planner.mip.model import LinearModel
-
-#: Objective weight of one work quantum at a project's base fair-share slope.
-BASE = 100
-#: Concave utility: slope multipliers for work up to 1/2, 1, 2 times the owed share, then beyond.
-SEGMENT_SLOPES = (8.0, 4.0, 1.0, 0.25)
-SEGMENT_ENDS = (0.5, 1.0, 2.0)
-#: Work conservation: every quantum of work, charged or not.
-WORK_BONUS = 5
-#: Inside a project: up to this per quantum for the highest priority, plus the urgent bonus.
-PRIORITY_BONUS = 3
-URGENT_BONUS = 5
-#: Aging: per quantum per aging bucket (doubled for multi-node gangs).
-AGING_BONUS = 1
-#: A preemption costs this many slices of the victim's work at the base slope, plus the
-#: restart overhead (or, for non-resumable work, the progress lost).
-PREEMPT_SLICES = 0.5
-MAX_LOSS_SLICES = 8.0
-
-
-def project_weight(ratio: float) -> float:
-    """Weight of a project's utility: 2 at ratio 0, 1 on its share, towards 0 far above."""
-    return 2.0 / (1.0 + max(ratio, 0.0))
+from planner.mip.objective import (
+    AGING_BONUS,
+    BASE,
+    CHARGE_SCALE,
+    MAX_LOSS_SLICES,
+    PREEMPT_SLICES,
+    PRIORITY_BONUS,
+    SEGMENT_ENDS,
+    URGENT_BONUS,
+    WORK_BONUS,
+    segment_slopes,
+)
 
 
 @dataclass
@@ -49,8 +39,10 @@ class Formulation:
     model: LinearModel
     #: z[(running index, slice)] -> variable: the running job runs in that slice.
     z: dict[tuple[int, int], int] = field(default_factory=dict)
-    #: x[(class index, pool, start slice, charged)] -> variable: members started so.
-    x: dict[tuple[int, int, int, bool], int] = field(default_factory=dict)
+    #: x[(class index, pool, start slice)] -> variable: members started so.
+    x: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    #: w[(project, urgent)] -> variable: charged work (quanta) of its funded work.
+    w: dict[tuple[str, bool], int] = field(default_factory=dict)
     #: u[(project, segment)] -> variable: charged work in that utility segment.
     u: dict[tuple[str, int], int] = field(default_factory=dict)
     #: busy[(node, slice)] -> variable: a running single-node job holds the node.
@@ -59,7 +51,7 @@ class Formulation:
     def groups(self) -> list[list[int]]:
         """Variables that move together: each job class's, each running job's."""
         by_class: dict[int, list[int]] = {}
-        for (c, _, _, _), var in self.x.items():
+        for (c, _, _), var in self.x.items():
             by_class.setdefault(c, []).append(var)
         by_job: dict[int, list[int]] = {}
         for (j, _), var in self.z.items():
@@ -68,7 +60,7 @@ class Formulation:
 
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
-        return list(self.u.values()) + list(self.busy.values())
+        return list(self.u.values()) + list(self.busy.values()) + list(self.w.values())
 
     @property
     def trivial(self) -> bool:
@@ -81,7 +73,6 @@ def apply(epoch: Epoch) -> Formulation:
     f = Formulation(epoch=epoch, model=LinearModel())
     m = f.model
     S = epoch.slices
-    standing = epoch.snapshot.standing
     ranks = _priority_rank(epoch)
     node_pool = {n: p.index for p in epoch.pools for n in p.nodes}
     # Occupancy terms per (pool, slice): GPUs, whole nodes; constants move to the rhs.
@@ -90,11 +81,10 @@ def apply(epoch: Epoch) -> Formulation:
     node_terms: dict[tuple[int, int], list[tuple[int, int]]] = {}
     node_fixed: dict[tuple[int, int], int] = {}
     multi_pools: set[int] = set()
-    charge_terms: dict[str, list[tuple[int, int]]] = {}
-    charge_fixed: dict[str, int] = {}
-    work_terms: dict[str, list[tuple[int, int]]] = {}  # charged work, for the utility
-    work_fixed: dict[str, int] = {}
-    max_work: dict[str, int] = {}
+    # Funded work per (project, urgent): variable terms, the contracted constant, the most.
+    funded_terms: dict[tuple[str, bool], list[tuple[int, int]]] = {}
+    funded_fixed: dict[tuple[str, bool], int] = {}
+    funded_max: dict[tuple[str, bool], int] = {}
     single_on_node: dict[tuple[str, int], list[int | None]] = {}  # None: fixed running
 
     # 1. Running jobs: z[j, k] for the slices between the contract and the finish.
@@ -102,9 +92,7 @@ def apply(epoch: Epoch) -> Formulation:
         pool = epoch.pools[r.pool]
         job = r.state.job
         wq = epoch.work_q(job.gpus, pool)
-        cq = epoch.charge_q(job.gpus, pool, job.urgent)
-        project = job.project
-        max_work[project] = max_work.get(project, 0) + wq * r.may
+        fund = (job.project, job.urgent)
         prev: int | None = None
         for k in range(S):
             if k < min(r.must, r.may):
@@ -130,32 +118,30 @@ def apply(epoch: Epoch) -> Formulation:
                     node_terms.setdefault(key, []).append((var, r.open_nodes[k]))
             elif r.open_gpus[k]:
                 single_on_node.setdefault((r.state.nodes[0], k), []).append(var)
-            if r.state.charged:
+            if job.allocated:
+                funded_max[fund] = funded_max.get(fund, 0) + wq
                 if var is None:
-                    charge_fixed[project] = charge_fixed.get(project, 0) + cq
-                    work_fixed[project] = work_fixed.get(project, 0) + wq
+                    funded_fixed[fund] = funded_fixed.get(fund, 0) + wq
                 else:
-                    charge_terms.setdefault(project, []).append((var, cq))
-                    work_terms.setdefault(project, []).append((var, wq))
+                    funded_terms.setdefault(fund, []).append((var, wq))
             if var is not None:
-                m.add_objective(var, WORK_BONUS * wq + _job_bonus(ranks, r.state.job, wq))
+                m.add_objective(var, WORK_BONUS * wq + _job_bonus(ranks, job, wq))
         if prev is not None and r.may == r.finish:
             # Ending before the finish is a preemption: pay for it unless it runs on.
-            cost = _preempt_cost(epoch, r.state.job, wq, r.state.progress)
+            cost = _preempt_cost(epoch, job, wq, r.state.progress)
             m.add_objective(prev, cost)
             m.objective_offset -= cost
         fixed_slices = min(r.must, r.may)
-        m.objective_offset += fixed_slices * (WORK_BONUS * wq + _job_bonus(ranks, r.state.job, wq))
+        m.objective_offset += fixed_slices * (WORK_BONUS * wq + _job_bonus(ranks, job, wq))
 
-    # 2. Queued classes: x[c, p, a, charged] members started in slice a on pool p.
-    projects_short = _budget_short(epoch)
+    # 2. Queued classes: x[c, p, a] members started in slice a on pool p.
     for c in epoch.classes:
         count_terms: list[tuple[int, int]] = []
+        fund = (c.project, c.urgent)
         for p in c.pools:
             pool = epoch.pools[p]
             taken = pool.taken(c.gpus)
             wq = epoch.work_q(c.gpus, pool)
-            cq = epoch.charge_q(c.gpus, pool, c.urgent)
             multi = pool.multi(c.gpus)
             if multi:
                 multi_pools.add(p)
@@ -165,27 +151,20 @@ def apply(epoch: Epoch) -> Formulation:
                 if room <= 0:
                     continue
                 ub = min(len(c.jobs), room)
-                modes = [True, False] if c.allocated else [False]
-                if c.allocated and c.project not in projects_short:
-                    modes = [True]  # headroom covers every run: charging always wins
-                for charged in modes:
-                    var = m.add_var(f"x[{c.index},{p},{a},{int(charged)}]", 0, ub)
-                    f.x[(c.index, p, a, charged)] = var
-                    count_terms.append((var, 1))
-                    for k in range(a, a + span):
-                        gpu_terms.setdefault((p, k), []).append((var, taken))
-                        if multi:
-                            node_terms.setdefault((p, k), []).append(
-                                (var, taken // pool.gpus_per_node)
-                            )
-                    gain = span * (WORK_BONUS * wq + _class_bonus(epoch, ranks, c, wq))
-                    if c.resuming:
-                        gain -= _resume_cost(epoch, wq)
-                    m.add_objective(var, gain)
-                    if charged:
-                        charge_terms.setdefault(c.project, []).append((var, span * cq))
-                        work_terms.setdefault(c.project, []).append((var, span * wq))
-                    max_work[c.project] = max_work.get(c.project, 0) + span * wq * ub
+                var = m.add_var(f"x[{c.index},{p},{a}]", 0, ub)
+                f.x[(c.index, p, a)] = var
+                count_terms.append((var, 1))
+                for k in range(a, a + span):
+                    gpu_terms.setdefault((p, k), []).append((var, taken))
+                    if multi:
+                        node_terms.setdefault((p, k), []).append((var, taken // pool.gpus_per_node))
+                gain = span * (WORK_BONUS * wq + _class_bonus(epoch, ranks, c, wq))
+                if c.resuming:
+                    gain -= _resume_cost(epoch, wq)
+                m.add_objective(var, gain)
+                if c.allocated:
+                    funded_terms.setdefault(fund, []).append((var, span * wq))
+                    funded_max[fund] = funded_max.get(fund, 0) + span * wq * ub
         if count_terms:
             m.add_constraint(count_terms, "<=", len(c.jobs), f"count[{c.index}]")
 
@@ -212,51 +191,46 @@ def apply(epoch: Epoch) -> Formulation:
         whole = epoch.pools[p].open_nodes(k) - node_fixed.get((p, k), 0)
         m.add_constraint(terms, "<=", max(whole, 0), f"whole_nodes[{p},{k}]")
 
-    # 4. Budgets: charged work within the headroom (or what contracts already hold).
-    for project, terms in charge_terms.items():
-        head = epoch.headroom_q.get(project, 0)
-        fixed = charge_fixed.get(project, 0)
-        m.add_constraint(terms, "<=", max(head - fixed, 0), f"budget[{project}]")
+    # 4. Budgets: charged work w[P, urgent] is funded work, within the headroom.
+    urgent_rate = round(CHARGE_SCALE * epoch.urgent_charge)
+    for fund in sorted(funded_max):
+        project, urgent = fund
+        top = funded_max[fund]
+        if top <= 0:
+            continue
+        w = m.add_var(f"w[{project},{'urgent' if urgent else 'normal'}]", 0, top)
+        f.w[fund] = w
+        terms = [(w, 1)] + [(v, -q) for v, q in funded_terms.get(fund, [])]
+        m.add_constraint(terms, "<=", funded_fixed.get(fund, 0), f"funded[{project},{int(urgent)}]")
+    for project in sorted({p for p, _ in f.w}):
+        terms = []
+        for urgent in (False, True):
+            w_var = f.w.get((project, urgent))
+            if w_var is not None:
+                terms.append((w_var, urgent_rate if urgent else CHARGE_SCALE))
+        head = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
+        m.add_constraint(terms, "<=", head, f"budget[{project}]")
 
     # 5. Concave fair-share utility of charged work, per project.
-    for project in sorted(set(work_terms) | set(work_fixed)):
-        st = standing.get(project)
-        weight = project_weight(st.ratio if st is not None else 1.0)
+    for project in sorted({p for p, _ in f.w}):
         target = epoch.target_q.get(project, 0)
         bounds = [round(e * target) for e in SEGMENT_ENDS]
         lengths = [bounds[0], bounds[1] - bounds[0], bounds[2] - bounds[1]]
-        cap = max_work.get(project, 0) + work_fixed.get(project, 0)
+        w_vars = [f.w[(project, u)] for u in (False, True) if (project, u) in f.w]
+        cap = sum(m.upper[v] for v in w_vars)
         seg_vars: list[tuple[int, int]] = []
-        for s, slope in enumerate(SEGMENT_SLOPES):
-            length = lengths[s] if s < len(lengths) else cap
-            length = min(length, cap)
+        for s, slope in enumerate(segment_slopes(epoch, project)):
+            length = min(lengths[s] if s < len(lengths) else cap, cap)
             if length <= 0:
                 continue
             var = m.add_var(f"u[{project},{s}]", 0, length)
             f.u[(project, s)] = var
-            m.add_objective(var, max(round(BASE * weight * slope), 1))
+            m.add_objective(var, slope)
             seg_vars.append((var, 1))
         if seg_vars:
-            terms = seg_vars + [(v, -w) for v, w in work_terms.get(project, [])]
-            m.add_constraint(terms, "<=", work_fixed.get(project, 0), f"utility[{project}]")
+            terms = seg_vars + [(v, -1) for v in w_vars]
+            m.add_constraint(terms, "<=", 0, f"utility[{project}]")
     return f
-
-
-def _budget_short(epoch: Epoch) -> set[str]:
-    """Projects whose headroom might not cover every run their jobs could make."""
-    need: dict[str, int] = {}
-    for r in epoch.running:
-        if r.state.charged:
-            pool = epoch.pools[r.pool]
-            job = r.state.job
-            need[job.project] = need.get(job.project, 0) + r.may * epoch.charge_q(
-                job.gpus, pool, job.urgent
-            )
-    for c in epoch.classes:
-        if c.allocated:
-            worst = max(epoch.charge_q(c.gpus, epoch.pools[p], c.urgent) for p in c.pools)
-            need[c.project] = need.get(c.project, 0) + worst * c.run * len(c.jobs)
-    return {p for p, n in need.items() if n > epoch.headroom_q.get(p, 0)}
 
 
 def _priority_rank(epoch: Epoch) -> dict[tuple[str, int], float]:
@@ -305,7 +279,8 @@ def _resume_cost(epoch: Epoch, wq: int) -> int:
 def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int], list[Start]]:
     """Read the solver's values back: each running job's end slice and the starts.
 
-    Within a class the oldest members take the earliest starts.
+    Within a class the oldest members take the earliest starts. Which slices are charged
+    is settled after placement (:func:`planner.mip.assemble.charge_runs`).
     """
     epoch = f.epoch
     ends: dict[str, int] = {}
@@ -318,51 +293,76 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
             end = k + 1
         ends[r.id] = end
     starts: list[Start] = []
-    by_class: dict[int, list[tuple[int, int, bool, int]]] = {}
-    for (c, p, a, charged), var in f.x.items():
+    by_class: dict[int, list[tuple[int, int, int]]] = {}
+    for (c, p, a), var in f.x.items():
         n = int(values[var])
         if n > 0:
-            by_class.setdefault(c, []).append((a, p, charged, n))
+            by_class.setdefault(c, []).append((a, p, n))
     for c_index, picks in by_class.items():
         members = iter(epoch.classes[c_index].jobs)
-        for a, p, charged, n in sorted(picks, key=lambda t: (t[0], t[1], not t[2])):
+        for a, p, n in sorted(picks):
             for _ in range(n):
-                starts.append(Start(next(members), p, a, charged))
+                starts.append(Start(next(members), p, a))
     return ends, starts
 
 
-def hint_from_runs(f: Formulation, runs: list[Run]) -> dict[int, int]:
-    """A complete warm start equal to a placed (feasible) plan such as the greedy one."""
+def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | None:
+    """The model's variables for a placed plan (``None`` if the model cannot express it).
+
+    Charged work takes as much funded work as the headroom allows, urgent first, and
+    fills the utility segments in order: the best objective those runs can have.
+    """
     epoch = f.epoch
-    values = np.zeros(f.model.num_vars, dtype=np.int64)
+    m = f.model
+    values = np.zeros(m.num_vars, dtype=np.int64)
     by_id = {r.state.job.id: r for r in runs}
     for (j, k), var in f.z.items():
         run = by_id.get(epoch.running[j].id)
         values[var] = int(run is not None and run.running and k < run.last)
     class_of = {st.job.id: c for c in epoch.classes for st in c.jobs}
+    funded: dict[tuple[str, bool], int] = {}
     for run in runs:
+        job = run.state.job
+        if job.allocated:
+            key = (job.project, job.urgent)
+            funded[key] = funded.get(key, 0) + (run.last - run.first) * epoch.work_q(
+                job.gpus, epoch.pools[run.pool]
+            )
         if run.running:
             continue
-        c = class_of[run.state.job.id]
-        var_or_none = f.x.get((c.index, run.pool, run.first, run.charged))
-        if var_or_none is None:
-            return {}  # the run is not expressible in the model: no hint
-        values[var_or_none] += 1
+        x_var = f.x.get((class_of[job.id].index, run.pool, run.first))
+        if x_var is None:
+            return None
+        values[x_var] += 1
     for (node, k), var in f.busy.items():
         values[var] = int(any(r.running and node in r.nodes and k < r.last for r in runs))
-    # Charged work per project fills the utility segments in order.
-    work: dict[str, int] = {}
-    for run in runs:
-        if run.charged:
-            pool = epoch.pools[run.pool]
-            job = run.state.job
-            work[job.project] = work.get(job.project, 0) + (run.last - run.first) * epoch.work_q(
-                job.gpus, pool
-            )
-    for (project, _), var in sorted(f.u.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        take = min(work.get(project, 0), f.model.upper[var])
+    urgent_rate = round(CHARGE_SCALE * epoch.urgent_charge)
+    charged: dict[str, int] = {}
+    for project in sorted({p for p, _ in f.w}):
+        left = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
+        total = 0
+        for urgent in (True, False):
+            w_var = f.w.get((project, urgent))
+            if w_var is None:
+                continue
+            rate = urgent_rate if urgent else CHARGE_SCALE
+            take = max(min(funded.get((project, urgent), 0), left // rate, m.upper[w_var]), 0)
+            values[w_var] = take
+            left -= take * rate
+            total += take
+        charged[project] = total
+    for (project, _), var in sorted(f.u.items()):
+        take = min(charged.get(project, 0), m.upper[var])
         values[var] = take
-        work[project] = work.get(project, 0) - take
-    if f.model.violations(values):
+        charged[project] = charged.get(project, 0) - take
+    if m.violations(values):
+        return None
+    return values
+
+
+def hint_from_runs(f: Formulation, runs: list[Run]) -> dict[int, int]:
+    """A complete warm start equal to a placed (feasible) plan such as the greedy one."""
+    values = values_of_runs(f, runs)
+    if values is None:
         return {}
     return {i: int(v) for i, v in enumerate(values)}

@@ -31,36 +31,11 @@ def greedy_runs(epoch: Epoch, previous: Plan | None) -> Greedy:
 
 
 def running_ends(epoch: Epoch) -> dict[str, int]:
-    """How long each running job continues: as long as it may, within its budget.
+    """Every running job continues as long as its work and any drain of its nodes allow.
 
-    A charged job past its contract stops at the first boundary where its project's
-    headroom (after every job's contracted slices) runs out, highest priority served
-    first; unallocated work continues.
+    Past its project's headroom it runs unallocated (:func:`charge_runs`).
     """
-    left = dict(epoch.headroom_q)
-    ends: dict[str, int] = {}
-    optional = []
-    for r in epoch.running:
-        must = min(r.must, r.may)
-        ends[r.id] = must
-        if r.state.charged:
-            pool = epoch.pools[r.pool]
-            job = r.state.job
-            left[job.project] = left.get(job.project, 0) - must * epoch.charge_q(
-                job.gpus, pool, job.urgent
-            )
-        if r.may > must:
-            optional.append(r)
-    optional.sort(key=lambda r: (not r.state.job.urgent, -r.state.job.priority, r.id))
-    for r in optional:
-        extra = r.may - ends[r.id]
-        if r.state.charged:
-            job = r.state.job
-            cost = epoch.charge_q(job.gpus, epoch.pools[r.pool], job.urgent)
-            extra = min(extra, max(left.get(job.project, 0), 0) // cost)
-            left[job.project] = left.get(job.project, 0) - extra * cost
-        ends[r.id] += extra
-    return ends
+    return {r.id: r.may for r in epoch.running}
 
 
 def greedy_plan(epoch: Epoch, greedy: Greedy, solver: SolverInfo) -> Plan:

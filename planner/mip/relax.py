@@ -42,8 +42,8 @@ def solve_relaxation(model: LinearModel, time_limit: float) -> Relaxation | None
     t0 = time.perf_counter()
     n = model.num_vars
     cost = np.zeros(n)
-    for v, c in model.objective.items():
-        cost[v] = -c  # HiGHS minimizes
+    for v, coef in model.objective.items():
+        cost[v] = -coef  # HiGHS minimizes
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)
     starts = [0]
@@ -60,7 +60,7 @@ def solve_relaxation(model: LinearModel, time_limit: float) -> Relaxation | None
     a_index = np.concatenate(index).astype(np.int32) if index else np.zeros(0, np.int32)
     a_value = np.concatenate(value).astype(np.float64) if value else np.zeros(0)
     with quiet_stdout():
-        h = highspy.Highs()
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", max(time_limit, 0.01))
     h.setOptionValue("threads", 1)
@@ -91,13 +91,15 @@ def neighbourhood(
     groups: list[list[int]],
     loose: list[int],
     radius: int = 1,
+    incumbent: npt.NDArray[np.int64] | None = None,
 ) -> LinearModel:
     """A copy of ``model`` with most variables fixed at their LP values.
 
     A variable the LP set to an integer is fixed there, unless it shares a group (the
     variables of one job class, or one project's utility) with a fractional one: a whole
     group stays free around its LP values (``floor - radius .. ceil + radius``), so the MIP can move
-    a job between pools and start slices to repair the rounding.
+    a job between pools and start slices to repair the rounding. The ranges are widened
+    to contain ``incumbent``, which becomes the warm start.
     """
     vals = relax.values
     frac = np.abs(vals - np.round(vals)) > 1e-6
@@ -125,5 +127,11 @@ def neighbourhood(
         else:
             fixed = min(max(round(x), model.lower[v]), model.upper[v])
             out.lower[v] = out.upper[v] = fixed
-        out.hint[v] = min(max(math.floor(x + 1e-6), out.lower[v]), out.upper[v])
+        if incumbent is not None:
+            inc = int(incumbent[v])
+            out.lower[v] = min(out.lower[v], inc)
+            out.upper[v] = max(out.upper[v], inc)
+            out.hint[v] = inc
+        else:
+            out.hint[v] = min(max(math.floor(x + 1e-6), out.lower[v]), out.upper[v])
     return out

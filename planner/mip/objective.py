@@ -1,0 +1,50 @@
+"""The objective's weights, shared by the MIP and the greedy plan so both value work alike.
+
+All weights are integers per *work quantum* (a tenth of an H100-equivalent GPU-slice);
+``docs/formulation.md`` explains each.
+"""
+
+from __future__ import annotations
+
+from planner.mip.epoch import Epoch
+
+#: Objective weight of one work quantum at a project's base fair-share slope.
+BASE = 100
+#: Concave utility: slope multipliers for work up to 1/2, 1, 2 times the owed share, then beyond.
+SEGMENT_SLOPES = (8.0, 4.0, 1.0, 0.25)
+SEGMENT_ENDS = (0.5, 1.0, 2.0)
+#: Budget rows are scaled by this so the urgent charge factor stays integral.
+CHARGE_SCALE = 10
+#: Work conservation: every quantum of work, charged or not.
+WORK_BONUS = 5
+#: Inside a project: up to this per quantum for the highest priority, plus the urgent bonus.
+PRIORITY_BONUS = 3
+URGENT_BONUS = 5
+#: Aging: per quantum per aging bucket (doubled for multi-node gangs).
+AGING_BONUS = 1
+#: A preemption costs this many slices of the victim's work at the base slope, plus the
+#: restart overhead (or, for non-resumable work, the progress lost).
+PREEMPT_SLICES = 0.5
+MAX_LOSS_SLICES = 8.0
+
+
+def project_weight(ratio: float) -> float:
+    """Weight of a project's utility: 2 at ratio 0, 1 on its share, towards 0 far above."""
+    return 2.0 / (1.0 + max(ratio, 0.0))
+
+
+def segment_slopes(epoch: Epoch, project: str) -> list[int]:
+    """Objective per charged quantum in each utility segment of ``project`` (decreasing)."""
+    st = epoch.snapshot.standing.get(project)
+    weight = project_weight(st.ratio if st is not None else 1.0)
+    return [max(round(BASE * weight * s), 1) for s in SEGMENT_SLOPES]
+
+
+def marginal_slope(epoch: Epoch, project: str, charged_q: int) -> int:
+    """Objective of one more charged quantum for a project that has ``charged_q`` already."""
+    target = epoch.target_q.get(project, 0)
+    slopes = segment_slopes(epoch, project)
+    for end, slope in zip(SEGMENT_ENDS, slopes, strict=False):
+        if charged_q < round(end * target):
+            return slope
+    return slopes[-1]
