@@ -24,7 +24,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ROW_PX = 35  # the height of a header or data row in Streamlit's tables
-LONG = 300_000  # ms: a what-if on a 2-core machine shared with other work can take minutes
+LONG = 900_000  # ms: a what-if on a 2-core machine shared with other work can take minutes
 
 
 def chromium_path() -> str | None:

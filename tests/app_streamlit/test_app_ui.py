@@ -41,6 +41,7 @@ TABLES = {
     "owed_table": "Owed edited (H100-eq GPU-h)",
     "verdicts": "Verdict (edited vs current budgets)",
     "summary_table": "Metric",
+    "pending": "Waiting because",
 }
 
 
@@ -105,8 +106,8 @@ def test_whatif_run_produces_both_result_sets(tmp_path: Path, monkeypatch: pytes
     at.run()
     _edit(at, "tiny", row=2, share=4.0)
     at.session_state[f"days::{state.load_bundled('tiny').key}"] = 0.5
-    at.session_state["policy"] = "fairshare"
     at.run()
+    assert at.selectbox(key="policy").value == "mip"  # our planner is the default
     at.button(key="run_whatif").click()
     at.run()
     assert not at.exception
@@ -114,6 +115,7 @@ def test_whatif_run_produces_both_result_sets(tmp_path: Path, monkeypatch: pytes
     request, results = at.session_state["whatif"]
     assert [r.label for r in results] == ["current budgets", "edited budgets"]
     assert request.shares == (("research/vision", 4.0),) and request.days == 0.5
+    assert [r.policy for r in results] == ["mip", "mip"]
     # The two runs differ in budgets: the owed hours follow the shares.
     owed = {r.label: r.projects.set_index("project")["owed_gpu_h"] for r in results}
     assert owed["edited budgets"]["research/vision"] > owed["current budgets"]["research/vision"]
@@ -170,3 +172,19 @@ def test_valid_upload_loads_like_a_bundled_scenario() -> None:
     at.run()
     assert not at.exception and not at.error
     assert at.header[0].value.startswith("Scenario tiny")
+
+
+def test_plan_view_shows_the_epoch_and_why_jobs_wait() -> None:
+    """Planning the epoch at hour 2 draws the Gantt and names each pending job's reason."""
+    at = _app()
+    at.run()
+    at.session_state[f"plan_hours::{state.load_bundled('tiny').key}"] = 2.0
+    at.run()
+    at.button(key="run_plan").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "chart_gantt" in _chart_keys(at)
+    pending = _table(at, "pending").set_index("Job")
+    # j9 wants all 32 GPUs of alpha while one of its nodes is drained.
+    assert pending.loc["j9", "Waiting because"].startswith("the only nodes it fits on are drained")
+    assert any(c.value.startswith("Solved with") for c in at.caption)

@@ -1,0 +1,69 @@
+"""The app's charts show what they claim, with units on their axes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from app_streamlit import charts, planview, state
+
+
+@pytest.fixture(scope="module")
+def tiny() -> state.LoadedScenario:
+    return state.load_bundled("tiny")
+
+
+def test_sunburst_rings_add_up_to_the_whole_cluster(tiny: state.LoadedScenario) -> None:
+    """Leaves carry their effective shares, which sum to the whole cluster."""
+    trace = charts.org_sunburst(tiny.scenario).data[0]
+    values = dict(zip(trace.ids, trace.values, strict=True))
+    assert values["research/vision"] == pytest.approx(0.25)
+    assert values["research"] == 0.0  # parents add up their children
+    assert sum(values.values()) == pytest.approx(1.0)
+    assert trace.parents[trace.ids.index("research")] == "whole cluster"
+
+
+def test_wait_cdf_with_no_jobs_of_a_class_says_so() -> None:
+    """An empty class shows a note rather than a blank chart."""
+    jobs = pd.DataFrame({"variant": ["a"], "class": ["debug"], "wait_s": [0.0], "started": [True]})
+    fig = charts.wait_cdf(jobs, ["a"], "large")
+    assert fig.layout.annotations[0].text == "No large jobs in the simulated period"
+    fig = charts.wait_cdf(jobs, ["a"], "debug")
+    assert list(fig.data[0].y) == [0.0, 100.0]
+    assert fig.layout.xaxis.ticktext[0] == "≤1 s"
+
+
+def test_wait_cdf_top_is_the_share_of_jobs_that_started() -> None:
+    """Jobs that never started count in the total but not on the curve."""
+    jobs = pd.DataFrame(
+        {"variant": ["a"] * 4, "class": ["batch"] * 4, "wait_s": [10.0, 60.0, 600.0, 9e4],
+         "started": [True, True, True, False]}
+    )
+    fig = charts.wait_cdf(jobs, ["a"], "batch")
+    assert max(fig.data[0].y) == pytest.approx(75.0)
+
+
+def test_gantt_has_a_row_for_every_node_of_the_pool(tiny: state.LoadedScenario) -> None:
+    """Idle and drained nodes stay as rows, drained ones labelled."""
+    plan = planview.plan_epoch_at(tiny.scenario, 2 * 3600.0)
+    pool = tiny.scenario.pools[0]
+    nodes = planview.pool_nodes(tiny.scenario, pool)
+    drained = sorted(planview.drained_during(tiny.scenario, plan))
+    assert drained == ["alpha-h100-003"]  # tiny drains one alpha node from hour 2
+    frame = planview.merged_runs(planview.slices_frame(plan))
+    fig = charts.plan_gantt(frame[frame["pool"] == str(pool)], nodes, "t", (2.0, 3.0), drained)
+    rows = list(fig.layout.yaxis.categoryarray)
+    assert len(rows) == 4 and "alpha-h100-003 (drained)" in rows
+    assert fig.layout.xaxis.title.text == "Time since the scenario's start (hours)"
+
+
+def test_merged_runs_join_a_jobs_slices(tiny: state.LoadedScenario) -> None:
+    """A job kept on its nodes for the whole epoch becomes one bar per node."""
+    plan = planview.plan_epoch_at(tiny.scenario, 0.0)
+    frame = planview.slices_frame(plan)
+    merged = planview.merged_runs(frame)
+    assert len(merged) < len(frame)
+    for _, bar in merged.iterrows():
+        assert bar["start_h"] >= plan.epoch_start / 3600 and bar["end_h"] <= plan.epoch_end / 3600
+    pending = planview.pending_frame(plan, tiny.scenario)
+    assert list(pending.columns) == ["Job", "Project", "GPUs", "Waiting because"]
