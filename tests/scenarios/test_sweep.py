@@ -78,17 +78,28 @@ def echo_runner(scenario: Scenario, policy: str, *, days: float | None = None, *
 
 
 def kill_once_runner(
-    scenario: Scenario, policy: str, *, days: float | None = None, marker: str, **options: Any
+    scenario: Scenario,
+    policy: str,
+    *,
+    days: float | None = None,
+    marker: str,
+    calls: str,
+    after: int = 3,
+    **options: Any,
 ) -> Any:
-    """The first call anywhere kills its own worker process; every other call simulates."""
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return simulate(scenario, policy, days=days, **options)
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
-    os.kill(os.getpid(), signal.SIGKILL)
-    raise AssertionError("unreachable: the process was killed")
+    """Simulate, leaving one file per call in ``calls``; the first call to start once
+    ``after`` calls have started kills its own worker process (mid-sweep), just once."""
+    Path(calls, uuid.uuid4().hex).touch()
+    if len(os.listdir(calls)) >= after:
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+    return simulate(scenario, policy, days=days, **options)
 
 
 def counting_runner(
@@ -389,14 +400,18 @@ def test_dask_sweep_equals_the_serial_sweep(two_workers: Client) -> None:
 
 
 def test_a_killed_worker_does_not_lose_points(two_workers: Client, tmp_path: Path) -> None:
-    """A worker process killed mid-point has that point rerun elsewhere: all 8 results
-    arrive, equal to a serial run."""
-    marker = tmp_path / "killed"
-    runner = functools.partial(kill_once_runner, marker=str(marker))
+    """A worker process killed mid-point, after other points ran, has that point rerun on
+    a live worker: all 8 results arrive, equal to a serial run."""
+    marker, calls = tmp_path / "killed", tmp_path / "calls"
+    calls.mkdir()
+    runner = functools.partial(kill_once_runner, marker=str(marker), calls=str(calls))
     frame = sweep("tiny", grid=GRID8, days=DAYS, client=two_workers, runner=runner, out=tmp_path / "out")
     killed_pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(killed_pid, 0)  # the worker really died
+    # The killed point started again; so may points whose results sat in the dead worker's
+    # memory, not yet fetched.
+    assert len(os.listdir(calls)) >= 9
     assert frame["error"].isna().all()
     pd.testing.assert_frame_equal(results(frame), results(sweep("tiny", grid=GRID8, days=DAYS)))
     assert len(list((tmp_path / "out" / "points").glob("*.parquet"))) == 8
