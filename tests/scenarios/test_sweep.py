@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models import Scenario
 from planner.simulator import simulate
@@ -53,6 +55,7 @@ GRID8: dict[str, list[Any]] = {
     "org.research.share": [2, 4],
 }
 DAYS = 0.5
+TINY = SweepBase.from_any("tiny")
 
 
 # -- runners (module level, so Dask workers can unpickle them) ------------------------
@@ -210,6 +213,24 @@ def test_point_key_ignores_grid_order_but_not_values() -> None:
     d = point_key(base, [("policy.lookback", "3d"), ("policy.slices", 2)], "fairshare", None, 2.0, {})
     assert a == b
     assert len({a, c, d}) == 3
+
+
+@settings(derandomize=True, max_examples=30, deadline=None)
+@given(
+    lookbacks=st.lists(st.sampled_from(["1d", "2d", "3d", "7d", "14d"]), min_size=1, max_size=3, unique=True),
+    slices=st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True),
+    policies=st.lists(st.sampled_from(["legacy", "fairshare", "mip"]), min_size=1, max_size=3, unique=True),
+)
+def test_every_point_has_its_own_key_whatever_the_grid_order(
+    lookbacks: list[str], slices: list[int], policies: list[str]
+) -> None:
+    """Each combination is one point with a key of its own, and listing the grid keys in
+    the other order gives the same set of keys."""
+    forward = expand(TINY, {"policy.lookback": lookbacks, "policy.slices": slices}, policies)
+    backward = expand(TINY, {"policy.slices": slices, "policy.lookback": lookbacks}, policies)
+    assert len(forward) == len(lookbacks) * len(slices) * len(policies)
+    assert len({p.key for p in forward}) == len(forward)
+    assert {p.key for p in forward} == {p.key for p in backward}
 
 
 # -- edits ------------------------------------------------------------------------------
