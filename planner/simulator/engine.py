@@ -121,6 +121,7 @@ class Engine:
     # -- rates -------------------------------------------------------------------------
 
     def rate_of(self, pool: Pool) -> float:
+        """H100-equivalent rate of the pool's GPU type."""
         return self.scenario.rate(pool.gpu_type)
 
     def job_h100(self, run: JobRun) -> float:
@@ -136,6 +137,7 @@ class Engine:
     # -- event queue -------------------------------------------------------------------
 
     def push(self, t: float, kind: int, payload: Any) -> None:
+        """Schedule an event of ``kind`` at ``t`` (ties: kind order, then FIFO)."""
         self._seq += 1
         heapq.heappush(self._heap, (t, kind, self._seq, payload))
 
@@ -145,6 +147,7 @@ class Engine:
             self.push(t, WAKE, tag)
 
     def record(self, event: str, run: JobRun | None, detail: str = "", nodes: Iterable[str] = ()) -> None:
+        """Append a row to the event log (:data:`EVENT_COLUMNS`)."""
         if run is None:
             self.log.append((self.now, event, "", "", "", ",".join(nodes), 0, 0, detail))
             return
@@ -331,6 +334,7 @@ class Engine:
     # -- the loop ----------------------------------------------------------------------
 
     def run(self) -> None:
+        """Replay the workload to the horizon: pop each instant's events, then one pass."""
         sc = self.scenario
         for run in self.runs:
             self.push(run.job.submit, SUBMIT, run.index)

@@ -80,6 +80,8 @@ class JobRun:
 
 @dataclass(slots=True)
 class NodeInfo:
+    """A node's fixed facts: pool, size (GPUs) and H100-equivalent rate."""
+
     name: str
     pool: Pool
     size: int
@@ -151,6 +153,7 @@ class ClusterState:
             ps.open_free.pop(name, None)
 
     def take(self, names: tuple[str, ...], per_node: int, job_index: int) -> None:
+        """Give ``per_node`` GPUs of each node to job ``job_index``; refuses to oversubscribe."""
         for name in names:
             if self.free[name] < per_node:
                 raise RuntimeError(f"node {name} oversubscribed by job #{job_index}")
@@ -158,6 +161,7 @@ class ClusterState:
             self.jobs_on[name].add(job_index)
 
     def give(self, names: tuple[str, ...], per_node: int, job_index: int) -> None:
+        """Return the job's GPUs to its nodes."""
         for name in names:
             self._set_free(name, self.free[name] + per_node)
             self.jobs_on[name].discard(job_index)
@@ -177,6 +181,7 @@ class ClusterState:
         self.available_h100 -= info.size * info.rate
 
     def undrain(self, name: str) -> None:
+        """Let ``name`` take new work again (its maintenance window ended)."""
         if name not in self.drained:
             return
         self.drained.discard(name)
