@@ -129,14 +129,14 @@ def _reason(
         r
         for r in holders.get((p.index, k), [])
         if r.state.job.project == job.project
-        and (r.state.job.urgent, r.state.job.priority) >= (job.urgent, job.priority)
+        and (r.state.job.urgent, r.state.job.priority) > (job.urgent, job.priority)
     ]
     if own and sum(r.state.job.gpus for r in own) >= sum(r.state.job.gpus for r in others):
         return Pending(
             job=job.id,
             reason=PendingReason.PRIORITY,
             detail=f"{p.cluster}/{p.gpu_type} went to {len(own)} job(s) of {job.project} "
-            f"with equal or higher priority",
+            f"that are urgent or of higher priority",
         )
     if others:
         standing = epoch.snapshot.standing

@@ -43,8 +43,12 @@ class PulpBackend:
 
         t0 = time.perf_counter()
         prob = pulp.LpProblem("epoch", pulp.LpMaximize)
+        # PuLP 3.3 deprecates building variables apart from their problem.
+        make = getattr(prob, "add_variable", None)
         xs = [
-            pulp.LpVariable(f"x{i}", lowBound=lo, upBound=hi, cat=pulp.LpInteger)
+            make(f"x{i}", lo, hi, cat=pulp.LpInteger)
+            if make is not None
+            else pulp.LpVariable(f"x{i}", lowBound=lo, upBound=hi, cat=pulp.LpInteger)
             for i, (lo, hi) in enumerate(zip(model.lower, model.upper, strict=True))
         ]
         prob += (

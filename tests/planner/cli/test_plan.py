@@ -1,0 +1,66 @@
+"""``gpuplan plan`` and ``gpuplan explain`` on the tiny scenario."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from models import Plan
+from planner.cli import main
+
+
+def test_plan_prints_slices_and_pending(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan prints a table per slice with pools, and the pending reasons."""
+    assert main(["plan", "tiny", "--at", "2h"]) == 0
+    out = capsys.readouterr().out
+    assert "Slice 1 (02h00m - 02h15m)" in out
+    assert "Slice 4 (02h45m - 03h00m)" in out
+    assert "alpha/H100" in out
+    assert re.search(r"j9 +maintenance", out)  # the 32-GPU gang: an alpha node is drained
+    assert "alpha-h100-003" in out  # the drained node, with when it is free
+
+
+def test_plan_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json writes the plan, which loads back as a Plan with the contract's keys."""
+    path = tmp_path / "plan.json"
+    assert main(["plan", "tiny", "--at", "1h", "--backend", "pulp", "--json", str(path)]) == 0
+    data = json.loads(path.read_text())
+    assert {"epoch_start", "epoch_end", "slices", "actions", "pending", "projects", "solver"} <= set(data)
+    assert set(data["solver"]) >= {"backend", "status", "objective", "bound", "gap", "seconds", "fallback"}
+    plan = Plan.model_validate(data)
+    assert plan.epoch_start == 3600.0 and plan.solver.backend == "pulp"
+
+
+def test_plan_bad_time_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad --at is one error line and exit code 2."""
+    assert main(["plan", "tiny", "--at", "soon"]) == 2
+    assert "--at" in capsys.readouterr().err
+
+
+def test_explain_pending_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """explain says why a waiting job waits."""
+    assert main(["explain", "tiny", "j9", "--at", "2h"]) == 0
+    out = capsys.readouterr().out
+    assert "job j9" in out
+    assert "pending: maintenance" in out
+
+
+def test_explain_placed_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """explain says where and when a placed job runs."""
+    assert main(["explain", "tiny", "j1"]) == 0
+    assert "placed: alpha/H100" in capsys.readouterr().out
+
+
+def test_explain_unknown_job_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown job id is a clear error with exit code 2."""
+    assert main(["explain", "tiny", "nope"]) == 2
+    assert "no job 'nope'" in capsys.readouterr().err
+
+
+def test_explain_job_not_yet_submitted(capsys: pytest.CaptureFixture[str]) -> None:
+    """A job submitted after TIME is reported as not in the queue yet."""
+    assert main(["explain", "tiny", "j12", "--at", "1h"]) == 0
+    assert "not in the queue" in capsys.readouterr().out

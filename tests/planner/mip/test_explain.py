@@ -1,0 +1,82 @@
+"""Pending reasons name what kept each waiting job out."""
+
+from __future__ import annotations
+
+from models import PendingReason, Plan
+from planner.mip import explain_job, plan_epoch
+
+from .conftest import SnapBuilder
+
+
+def reason(plan: Plan, job: str) -> PendingReason:
+    (p,) = [p for p in plan.pending if p.job == job]
+    return p.reason
+
+
+def test_contracts_reason() -> None:
+    """A job blocked by a running job inside its minimum runtime waits for contracts."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool()
+        .project("a", ratio=0.0)
+        .project("b", ratio=3.0)
+        .running("r1", ("c-h100-000",), "b", ran=600.0, resumable=True)
+        .queued("a1", "a")
+        .build()
+    )
+    assert reason(plan, "a1") is PendingReason.CONTRACTS
+
+
+def test_maintenance_reason() -> None:
+    """A gang that only fits with the drained nodes waits for maintenance."""
+    plan = plan_epoch(
+        SnapBuilder().pool(nodes=2, drain=(0.0, 7200.0), drained=1).project("a").queued("a1", gpus=16).build()
+    )
+    assert reason(plan, "a1") is PendingReason.MAINTENANCE
+
+
+def test_budget_reason() -> None:
+    """A funded job of a project with no headroom, losing to funded work, waits for budget."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool()
+        .project("a", headroom=0.0)
+        .project("b", headroom=100.0)
+        .queued("a1", "a")
+        .queued("b1", "b")
+        .build()
+    )
+    assert reason(plan, "a1") is PendingReason.BUDGET_EXHAUSTED
+
+
+def test_no_gang_hole_reason() -> None:
+    """Enough free GPUs spread over nodes, but no whole node for an 8-GPU gang."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=2)
+        .project("a")
+        .project("b")
+        .running("r1", ("c-h100-000",), "b", gpus=4, ran=600.0)
+        .running("r2", ("c-h100-001",), "b", gpus=4, ran=600.0)
+        .queued("a1", "a", gpus=8)
+        .build()
+    )
+    assert reason(plan, "a1") is PendingReason.NO_GANG_HOLE
+
+
+def test_priority_reason() -> None:
+    """A job losing to a higher-priority job of its own project waits for priority."""
+    plan = plan_epoch(
+        SnapBuilder().pool().project("a").queued("a1", priority=0).queued("a2", priority=2).build()
+    )
+    assert reason(plan, "a1") is PendingReason.PRIORITY
+
+
+def test_explain_placed_and_pending() -> None:
+    """explain_job says where a placed job runs and why a waiting one waits."""
+    snapshot = SnapBuilder().pool().project("a").queued("a1", priority=0).queued("a2", priority=2).build()
+    plan = plan_epoch(snapshot)
+    placed = explain_job(plan, snapshot, "a2")
+    assert "placed: c/H100 on c-h100-000" in placed
+    waiting = explain_job(plan, snapshot, "a1")
+    assert "pending: priority" in waiting

@@ -1,0 +1,94 @@
+"""The planner never crashes for solver trouble: it falls back to the greedy plan."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from models import SolveStatus
+from planner.mip import plan_epoch
+from planner.mip.backends import SolveResult
+from planner.mip.model import LinearModel
+
+from .conftest import SnapBuilder
+from .test_properties import FailingBackend, check_plan
+
+
+class NoIncumbent:
+    """A backend that runs out of time before finding any solution."""
+
+    name = "slow"
+
+    def is_available(self) -> bool:
+        return True
+
+    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, time_limit, "time limit")
+
+
+def busy_snapshot() -> Any:
+    return (
+        SnapBuilder()
+        .pool(nodes=2)
+        .project("a", owed=8, ratio=0.0)
+        .project("b", owed=8)
+        .running("r1", ("c-h100-000",), "b", ran=600.0, resumable=True)
+        .queued("a1", "a")
+        .queued("a2", "a", gpus=16)
+        .queued("b1", "b", gpus=4)
+        .build()
+    )
+
+
+def test_solver_error_falls_back_to_greedy() -> None:
+    """A backend that raises yields the greedy plan, flagged, with the error in the message."""
+    snapshot = busy_snapshot()
+    plan = plan_epoch(snapshot, backend=FailingBackend())
+    assert plan.solver.fallback
+    assert plan.solver.status is SolveStatus.ERROR
+    assert "solver crashed" in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_no_incumbent_falls_back_to_greedy() -> None:
+    """A time limit with no incumbent yields the greedy plan with status no_solution."""
+    snapshot = busy_snapshot()
+    plan = plan_epoch(snapshot, backend=NoIncumbent())
+    assert plan.solver.fallback
+    assert plan.solver.status is SolveStatus.NO_SOLUTION
+    check_plan(snapshot, plan)
+
+
+def test_greedy_fallback_leaves_no_gpu_idle_that_waiting_work_fits() -> None:
+    """The fallback still fills the free node: r1 continues on one node, a1 takes the other."""
+    plan = plan_epoch(busy_snapshot(), backend=FailingBackend())
+    first = {a.job for a in plan.slices[0].assignments}
+    assert {"r1", "a1"} <= first
+
+
+def test_tiny_time_limit_still_returns_a_valid_plan() -> None:
+    """A time limit of a millisecond returns quickly with some valid plan."""
+    snapshot = busy_snapshot()
+    t0 = time.perf_counter()
+    plan = plan_epoch(snapshot, time_limit=0.001)
+    assert time.perf_counter() - t0 < 5.0
+    check_plan(snapshot, plan)
+
+
+def test_unknown_backend_name_is_an_error() -> None:
+    """An unknown backend name raises KeyError naming the known ones."""
+    with pytest.raises(KeyError, match="cpsat"):
+        plan_epoch(busy_snapshot(), backend="gurobi")
+
+
+def test_nothing_to_decide_is_trivial() -> None:
+    """With no queue and only contract-bound work, the plan is trivial and not a fallback."""
+    snapshot = (
+        SnapBuilder().pool().project("a").running("r1", ("c-h100-000",), ran=60.0, resumable=False).build()
+    )
+    plan = plan_epoch(snapshot)
+    assert plan.solver.status is SolveStatus.TRIVIAL
+    assert not plan.solver.fallback
+    assert all([a.job for a in s.assignments] == ["r1"] for s in plan.slices)
