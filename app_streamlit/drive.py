@@ -192,7 +192,7 @@ def take_screenshots(
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         open_app(page, url, scenario)
         if days is not None:
-            field = page.get_by_label("Simulated period (days)")
+            field = page.get_by_label("Simulated period (days)", exact=True).and_(page.locator("input"))
             field.fill(f"{days:g}")
             field.press("Enter")
             wait_idle(page)
