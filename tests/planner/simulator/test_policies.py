@@ -98,3 +98,13 @@ def test_mip_backfills_idle_gpus_between_decision_points(scenario):
     assert jobs.loc["G", "wait_s"] == 0.0
     assert jobs.loc["G", "end"] == pytest.approx(1000 + H)
     assert check_result(s, r) == []
+
+
+def test_mip_replans_at_every_slice_when_asked():
+    """replan_slices=True calls the planner at every slice boundary, and stays valid."""
+    from scenarios import load_scenario
+
+    s = load_scenario("tiny")
+    r = simulate(s, "mip", days=2 / 24, time_limit=2.0, replan_slices=True)
+    assert r.extra["plans"] == 2 * s.policy.slices
+    assert check_result(s, r) == []
