@@ -50,9 +50,12 @@ class LegacyPolicy:
     def attach(self, engine: Engine) -> None:
         self.engine = engine
         rng = np.random.default_rng(self.seed)
-        levels = rng.choice(len(LEVEL_WEIGHTS), size=len(engine.runs), p=LEVEL_WEIGHTS)
-        for run, level in zip(engine.runs, levels, strict=True):
-            run.level = int(level)
+        # One draw per job of the scenario, so a job's level does not depend on --days.
+        jobs = engine.scenario.jobs
+        levels = rng.choice(len(LEVEL_WEIGHTS), size=len(jobs), p=LEVEL_WEIGHTS)
+        level_of = {j.id: int(lv) for j, lv in zip(jobs, levels, strict=True)}
+        for run in engine.runs:
+            run.level = level_of[run.job.id]
         self.victims = VictimIndex(
             engine,
             level=lambda v: -math.inf if v.protected else -float(v.level),
