@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from models import Job, Plan, Policy, Scenario, Workloads
+from planner.control import ControlLoop
+from planner.executors import ActionResult, ApplyReport, ClusterState
 from planner.executors.slurm import SlurmExecutor
 from planner.ledger import Ledger
+from planner.mip import plan_epoch
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(120)]
 
@@ -103,3 +107,62 @@ def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -
     ran = spans[-1][1] - max(contract.run_start - origin, spans[0][0])  # type: ignore[operator]
     nlp = sum(u.allocated_gpu_h for u in usage if u.project == "nlp")
     assert nlp == pytest.approx(8 * ran / 3600, rel=0.02)
+
+
+class Checked:
+    """Wraps the slurm executor: after each apply, waits until Slurm runs the slice."""
+
+    def __init__(self, inner: SlurmExecutor) -> None:
+        self.inner, self.name = inner, "checked"
+        self.matched: list[dict[str, tuple[str, ...]]] = []
+
+    def observe(self) -> ClusterState:
+        return self.inner.observe()
+
+    def submit(self, job: Job) -> ActionResult:
+        return self.inner.submit(job)
+
+    def apply(self, plan: Plan, slice_index: int) -> ApplyReport:
+        report = self.inner.apply(plan, slice_index)
+        assert report.ok, report.failed
+        want = {a.job: set(a.nodes) for a in plan.slices[slice_index].assignments}
+        protected = {r.job for r in report.results if r.action == "protect"}
+        deadline = time.monotonic() + 30
+        while True:
+            state = self.inner.observe()
+            running = {j.job: set(j.nodes) for j in state.jobs if j.managed and j.phase == "running"}
+            if all(running.get(j) == n for j, n in want.items()) and set(running) <= set(want) | protected:
+                break
+            assert time.monotonic() < deadline, f"slice {slice_index}: want {want}, Slurm runs {running}"
+            time.sleep(0.3)
+        held = {j.job for j in state.jobs if j.managed and j.phase == "held"}
+        preempted = {r.job for r in report.changed if r.action == "preempt"}
+        assert preempted <= held, f"preempted jobs not held: {preempted - held}"
+        self.matched.append({j: tuple(sorted(n)) for j, n in running.items()})
+        return report
+
+
+def test_planned_slices_are_carried_out_by_slurm(slurm: object, scenario: Scenario) -> None:
+    """With the real planner in the loop, after every slice Slurm runs exactly the planned
+    jobs on their planned nodes (plus contract-protected ones); when funded work arrives in
+    the second epoch, the free job in its way is preempted and held, the contract job is not."""
+    jobs = (
+        Job(id="contract", project="nlp", gpus=8, gpu_types=("H100",), min_runtime=3600),
+        Job(id="free", project="vision", gpus=4, gpu_types=("H100",), min_runtime=0, resumable=True),
+        Job(id="late", project="vision", gpus=8, gpu_types=("H100",), submit=3, min_runtime=60,
+            resumable=True),
+    )
+    scenario = scenario.model_copy(update={
+        "policy": Policy(slices=2), "workloads": Workloads(jobs=jobs),
+    })
+    checked = Checked(SlurmExecutor(scenario, runner=slurm.runner))  # type: ignore[attr-defined]
+    loop = ControlLoop(scenario, checked, Ledger(), slice_seconds=2.5,
+                       plan=lambda snap, prev: plan_epoch(snap, time_limit=3.0, previous=prev))
+    summary = loop.run(epochs=2)
+    assert summary.submitted == ["contract", "free", "late"]
+    assert len(checked.matched) == 4
+    assert set(checked.matched[0]) == {"contract", "free"}
+    assert set(checked.matched[-1]) == {"contract", "late"}
+    assert checked.matched[0]["contract"] == checked.matched[-1]["contract"]
+    actions = {(r.job, r.action) for s in summary.slices for r in s.report.changed}  # type: ignore[union-attr]
+    assert ("free", "preempt") in actions and ("contract", "preempt") not in actions
