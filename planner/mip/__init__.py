@@ -27,10 +27,12 @@ from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
 from planner.mip.formulation import Formulation, apply, hint_from_runs, invert, values_of_runs
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
-from planner.mip.relax import lp_available, neighbourhood, solve_relaxation
+from planner.mip.relax import Relaxation, dive, lp_available, neighbourhood
 
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 4000
+#: Share of the time left that LP diving may take.
+DIVE_SHARE = 0.6
 
 
 def plan_epoch(
@@ -144,39 +146,47 @@ def _lp_guided(
     deadline: float,
     rel_gap: float,
 ) -> tuple[SolveResult, str]:
-    """LP relaxation, its rounding, then the backend in the LP optimum's neighbourhood.
+    """LP diving, then the backend in the neighbourhood of the dive's solution.
 
-    The LP optimum rounded down, placed and gap-filled is a feasible incumbent. When it
-    is not yet within ``rel_gap`` of the LP bound, the backend searches the variables the
-    LP left fractional (with their job class) around it. The bound reported is the LP's:
-    a proven bound of the whole model.
+    The LP relaxation's optimum is a proven bound. Diving (:func:`planner.mip.relax.dive`)
+    rounds the job decisions it leaves fractional, re-solving the LP, for about half the
+    time left; rounded down, placed and gap-filled, its result is a feasible incumbent.
+    When that is not within ``rel_gap`` of the bound and time is left, the backend
+    searches the variables the dive left fractional (with their job class) around it.
     """
     t_start = time.perf_counter()
-    relax = solve_relaxation(form.model, max(deadline - t_start, 0.01) * 0.5)
-    if relax is None:
+    decisions = np.array(sorted([*form.x.values(), *form.z.values()]), dtype=np.int64)
+    budget = max(deadline - t_start, 0.01)
+    result = dive(form.model, decisions, t_start + DIVE_SHARE * budget)
+    if result is None:
         left = max(deadline - time.perf_counter(), 0.01)
         return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), ""
-    floor = np.floor(relax.values + 1e-6).astype(np.int64)
+    floor = np.floor(result.values + 1e-6).astype(np.int64)
     ends, starts = invert(form, floor)
     runs, _, _ = place_runs(epoch, ends, starts, previous, fill=True)
     best: npt.NDArray[np.int64] | None = values_of_runs(form, runs)
     best_obj = float(form.model.value(best)) if best is not None else None
-    bound = relax.bound
-    note = f"; LP-guided: LP {relax.seconds:.2f}s"
-    message = "LP rounding"
-    if best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap:
+    bound = result.bound
+    note = (
+        f"; LP dive: {result.rounds} rounds in {result.seconds:.2f}s, "
+        f"{result.fractional} decisions rounded down"
+    )
+    message = "LP dive"
+    left = deadline - time.perf_counter()
+    if (best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap) and left > 1.0:
+        relax = Relaxation(result.values, bound, result.seconds)
         sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        left = max(deadline - time.perf_counter(), 0.01)
-        result = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
-        note += f", {small.num_vars} variables searched"
-        if result.values is not None:
-            full[keep] = result.values
+        found = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
+        note += f"; {small.num_vars} variables searched by {solver.name}"
+        if found.values is not None:
+            full[keep] = found.values
             obj = float(form.model.value(full))
             if best_obj is None or obj > best_obj:
-                best, best_obj, message = full, obj, result.message
+                best, best_obj, message = full, obj, found.message
     if best is None or best_obj is None:
-        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, time.perf_counter() - t_start, "no incumbent"), note
+        seconds = time.perf_counter() - t_start
+        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no incumbent"), note
     bound = max(bound, best_obj)
     status = SolveStatus.OPTIMAL if bound - best_obj <= 1e-6 else SolveStatus.FEASIBLE
     return SolveResult(status, best, best_obj, bound, time.perf_counter() - t_start, message), note

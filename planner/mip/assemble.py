@@ -81,6 +81,17 @@ class Board:
         board.budget = dict(epoch.headroom_q)
         return board
 
+    def copy(self) -> Board:
+        return Board(
+            self.epoch,
+            free={n: list(f) for n, f in self.free.items()},
+            size=self.size,
+            budget=dict(self.budget),
+            work=dict(self.work),
+            runs=list(self.runs),
+            totals=dict(self.totals),
+        )
+
     def occupy(self, run: Run, pool: SubPool) -> None:
         per_node = pool.gpus_per_node if pool.multi(run.state.job.gpus) else run.state.job.gpus
         for n in run.nodes:
@@ -96,12 +107,19 @@ class Board:
     def place(
         self, pool: SubPool, gpus: int, first: int, last: int, prefer: tuple[str, ...]
     ) -> tuple[str, ...] | None:
-        """Nodes open and free enough in every slice of ``first .. last-1``."""
+        """Nodes open and free enough in every slice of ``first .. last-1``.
+
+        Without nodes of its own to return to, a small gang prefers nodes that stay in
+        use to the epoch's end, so nodes about to empty stay whole for large gangs.
+        """
         free: dict[str, int] = {}
+        end = self.epoch.slices - 1
         for n in pool.nodes:
             window = min(self.free[n][first:last])
             if window > 0 and all(n not in pool.drained[k] for k in range(first, last)):
                 free[n] = window
+        if not prefer and 2 * gpus <= pool.gpus_per_node:
+            prefer = tuple(n for n in free if self.free[n][end] < pool.gpus_per_node)
         return place_gang(free, self.size, gpus, prefer=prefer)
 
     def pool_free(self, pool: SubPool, k: int) -> int:
@@ -141,30 +159,44 @@ def place_runs(
         board.occupy(run, epoch.pools[r.pool])
         runs.append(run)
     prev = previous_nodes(previous)
-    dropped: set[str] = set()
     class_of = {st.job.id: c for c in epoch.classes for st in c.jobs}
     length = {s.state.job.id: class_of[s.state.job.id].length(s.slice, epoch.slices) for s in starts}
-    # Earlier starts first; within a slice, multi-node gangs, then larger gangs, so the
-    # whole nodes the MIP counted on are still whole when the large gangs are placed.
-    order = sorted(
-        starts,
-        key=lambda s: (
-            s.slice,
-            not epoch.pools[s.pool].multi(s.state.job.gpus),
-            -s.state.job.gpus,
-            s.state.job.id,
-        ),
-    )
-    for s in order:
-        pool = epoch.pools[s.pool]
-        last = s.slice + length[s.state.job.id]
-        nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
-        if nodes is None:
-            dropped.add(s.state.job.id)
-            continue
-        run = Run(s.state, s.pool, s.slice, last, nodes, False)
-        board.occupy(run, pool)
-        runs.append(run)
+
+    def big(s: Start) -> bool:
+        return 2 * s.state.job.gpus > epoch.pools[s.pool].gpus_per_node
+
+    # Two orders, and the one that places more work wins. Slice by slice (inside a
+    # slice, larger gangs first) keeps early small starts from being blocked by later
+    # big ones; gangs that need nodes to themselves first, in slice order, keeps the
+    # whole nodes the MIP counted on whole.
+    orders = [
+        sorted(starts, key=lambda s: (s.slice, -s.state.job.gpus, s.state.job.id)),
+        sorted(starts, key=lambda s: (not big(s), s.slice, -s.state.job.gpus, s.state.job.id)),
+    ]
+    best: tuple[int, Board, list[Run], set[str]] | None = None
+    for order in orders:
+        trial = board.copy()
+        placed_runs: list[Run] = []
+        dropped: set[str] = set()
+        work = 0
+        for s in order:
+            pool = epoch.pools[s.pool]
+            last = s.slice + length[s.state.job.id]
+            nodes = trial.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
+            if nodes is None:
+                dropped.add(s.state.job.id)
+                continue
+            run = Run(s.state, s.pool, s.slice, last, nodes, False)
+            trial.occupy(run, pool)
+            placed_runs.append(run)
+            work += (last - s.slice) * epoch.work_q(s.state.job.gpus, pool)
+        if best is None or work > best[0]:
+            best = (work, trial, placed_runs, dropped)
+        if not dropped:
+            break
+    assert best is not None
+    _, board, placed_runs, dropped = best
+    runs.extend(placed_runs)
     if fill:
         placed = {r.state.job.id for r in runs}
         runs.extend(fill_gaps(epoch, board, placed, prev))

@@ -80,7 +80,7 @@ def apply(epoch: Epoch) -> Formulation:
     gpu_fixed: dict[tuple[int, int], int] = {}
     node_terms: dict[tuple[int, int], list[tuple[int, int]]] = {}
     node_fixed: dict[tuple[int, int], int] = {}
-    multi_pools: set[int] = set()
+    node_pools: set[int] = set()
     # Funded work per (project, urgent): variable terms, the contracted constant, the most.
     funded_terms: dict[tuple[str, bool], list[tuple[int, int]]] = {}
     funded_fixed: dict[tuple[str, bool], int] = {}
@@ -111,7 +111,7 @@ def apply(epoch: Epoch) -> Formulation:
             else:
                 gpu_terms.setdefault(key, []).append((var, r.open_gpus[k]))
             if r.multi:
-                multi_pools.add(r.pool)
+                node_pools.add(r.pool)
                 if var is None:
                     node_fixed[key] = node_fixed.get(key, 0) + r.open_nodes[k]
                 else:
@@ -143,8 +143,11 @@ def apply(epoch: Epoch) -> Formulation:
             taken = pool.taken(c.gpus)
             wq = epoch.work_q(c.gpus, pool)
             multi = pool.multi(c.gpus)
-            if multi:
-                multi_pools.add(p)
+            # Whole nodes it needs to itself: all of a multi-node gang's, and one for a
+            # single-node gang of more than half a node (two cannot share a node).
+            whole = taken // pool.gpus_per_node if multi else int(2 * c.gpus > pool.gpus_per_node)
+            if whole:
+                node_pools.add(p)
             for a in range(S):
                 span = c.length(a, S)
                 room = min(pool.capacity(k) for k in range(a, a + span)) // taken
@@ -155,9 +158,12 @@ def apply(epoch: Epoch) -> Formulation:
                 f.x[(c.index, p, a)] = var
                 count_terms.append((var, 1))
                 for k in range(a, a + span):
-                    gpu_terms.setdefault((p, k), []).append((var, taken))
-                    if multi:
-                        node_terms.setdefault((p, k), []).append((var, taken // pool.gpus_per_node))
+                    # A gang that needs a node to itself counts the whole node.
+                    gpu_terms.setdefault((p, k), []).append(
+                        (var, taken if multi or not whole else pool.gpus_per_node)
+                    )
+                    if whole:
+                        node_terms.setdefault((p, k), []).append((var, whole))
                 gain = span * (WORK_BONUS * wq + _class_bonus(epoch, ranks, c, wq))
                 if c.resuming:
                     gain -= _resume_cost(epoch, wq)
@@ -168,13 +174,13 @@ def apply(epoch: Epoch) -> Formulation:
         if count_terms:
             m.add_constraint(count_terms, "<=", len(c.jobs), f"count[{c.index}]")
 
-    # 3. Capacity per pool and slice, in GPUs; whole nodes for multi-node gangs.
+    # 3. Capacity per pool and slice, in GPUs; whole nodes for gangs that need them.
     for (p, k), terms in gpu_terms.items():
         cap = epoch.pools[p].capacity(k) - gpu_fixed.get((p, k), 0)
         m.add_constraint(terms, "<=", max(cap, 0), f"capacity[{p},{k}]")
     for (node, k), holders in single_on_node.items():
         p = node_pool[node]
-        if p not in multi_pools:
+        if p not in node_pools:
             continue
         if any(h is None for h in holders):
             node_fixed[(p, k)] = node_fixed.get((p, k), 0) + 1
@@ -186,7 +192,7 @@ def apply(epoch: Epoch) -> Formulation:
             m.add_constraint([(b, 1), (h, -1)], ">=", 0, f"busy[{node},{k}]")
         node_terms.setdefault((p, k), []).append((b, 1))
     for (p, k), terms in node_terms.items():
-        if p not in multi_pools:
+        if p not in node_pools:
             continue
         whole = epoch.pools[p].open_nodes(k) - node_fixed.get((p, k), 0)
         m.add_constraint(terms, "<=", max(whole, 0), f"whole_nodes[{p},{k}]")
