@@ -15,24 +15,29 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 import numpy.typing as npt
 
 from models import Plan, Snapshot, SolverInfo, SolveStatus
-from planner.mip.assemble import build_plan, place_runs
+from planner.mip.assemble import Board, Run, build_plan, place_runs
 from planner.mip.backends import Backend, SolveResult, available_backends, get_backend
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
 from planner.mip.formulation import Formulation, apply, hint_from_runs, invert, values_of_runs
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
-from planner.mip.relax import Relaxation, dive, lp_available, neighbourhood
+from planner.mip.relax import Dive, Relaxation, dive, lp_available, neighbourhood
 
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 4000
-#: Share of the time left that LP diving may take.
-DIVE_SHARE = 0.6
+#: Share of the time left that the first LP dive may take.
+DIVE_SHARE = 0.75
+#: Rounding thresholds (up, down) of the successive dives.
+DIVE_SETTINGS = ((0.8, 0.4), (0.7, 0.35), (0.9, 0.45), (0.6, 0.3), (0.95, 0.5))
+
+Placed = tuple[list[Run], set[str], Board]
 
 
 def plan_epoch(
@@ -79,7 +84,7 @@ def plan_epoch(
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 4.0 * (time.perf_counter() - t0) + 0.1
+    reserve = 6.0 * (time.perf_counter() - t0) + 0.1
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -93,9 +98,10 @@ def plan_epoch(
         return greedy_plan(epoch, greedy, info)
     # 4. Solve.
     note = ""
+    placed: Placed | None = None
     try:
         if form.model.num_vars > LP_GUIDED_VARS and lp_available():
-            result, note = _lp_guided(form, solver, epoch, previous, deadline, rel_gap)
+            result, note, placed = _lp_guided(form, solver, epoch, previous, deadline, rel_gap)
         else:
             form.model.hint = hint_from_runs(form, greedy.runs)
             left = max(deadline - time.perf_counter(), 0.01)
@@ -104,9 +110,12 @@ def plan_epoch(
         return _fallback(epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc))
     if result.values is None:
         return _fallback(epoch, greedy, name, result.status, t0, result.message)
-    # 5. Back to the domain: placement and gap filling.
-    ends, starts = invert(form, result.values)
-    runs, dropped, board = place_runs(epoch, ends, starts, previous, fill=True)
+    # 5. Back to the domain: placement and gap filling (already done for the LP dive's
+    # incumbent, whose values are those of its placed runs).
+    if placed is None:
+        ends, starts = invert(form, result.values)
+        placed = place_runs(epoch, ends, starts, previous, fill=True)
+    runs, dropped, board = placed
     final = values_of_runs(form, runs)
     objective = float(form.model.value(final)) if final is not None else result.objective
     bound = result.bound
@@ -145,32 +154,56 @@ def _lp_guided(
     previous: Plan | None,
     deadline: float,
     rel_gap: float,
-) -> tuple[SolveResult, str]:
+) -> tuple[SolveResult, str, Placed | None]:
     """LP diving, then the backend in the neighbourhood of the dive's solution.
 
     The LP relaxation's optimum is a proven bound. Diving (:func:`planner.mip.relax.dive`)
-    rounds the job decisions it leaves fractional, re-solving the LP, for about half the
-    time left; rounded down, placed and gap-filled, its result is a feasible incumbent.
+    rounds the job decisions it leaves fractional, re-solving the LP; rounded down, placed
+    and gap-filled, its result is a feasible incumbent. While a whole dive fits in the
+    time left, further dives with other rounding thresholds try to beat it.
     When that is not within ``rel_gap`` of the bound and time is left, the backend
     searches the variables the dive left fractional (with their job class) around it.
+    Returns the result, a note for the message, and the placed runs of the incumbent
+    when it is the dive's.
     """
     t_start = time.perf_counter()
     decisions = np.array(sorted([*form.x.values(), *form.z.values()]), dtype=np.int64)
-    budget = max(deadline - t_start, 0.01)
-    result = dive(form.model, decisions, t_start + DIVE_SHARE * budget)
-    if result is None:
+    placed: Placed | None = None
+    best: npt.NDArray[np.int64] | None = None
+    best_obj: float | None = None
+    last: Dive | None = None
+    bound = math.inf
+    dives: list[str] = []
+    # Several dives (different rounding thresholds) while time allows; the best wins.
+    for i, (up, down) in enumerate(DIVE_SETTINGS):
+        now = time.perf_counter()
+        left = deadline - now
+        if i and (last is None or last.fractional or left < 2.0 * last.seconds + 0.2):
+            break
+        if best_obj is not None and (bound - best_obj) / max(abs(bound), 1.0) <= rel_gap:
+            break
+        share = DIVE_SHARE if i == 0 else 1.0
+        result = dive(form.model, decisions, now + share * left, up, down)
+        if result is None:
+            break
+        last = result
+        bound = min(bound, result.bound)
+        floor = np.floor(result.values + 1e-6).astype(np.int64)
+        ends, starts = invert(form, floor)
+        trial = place_runs(epoch, ends, starts, previous, fill=True)
+        values = values_of_runs(form, trial[0])
+        obj = float(form.model.value(values)) if values is not None else None
+        dives.append(
+            f"{result.rounds} rounds in {result.seconds:.2f}s"
+            + (f", gap {(bound - obj) / max(abs(bound), 1.0):.2%}" if obj is not None else "")
+        )
+        if obj is not None and (best_obj is None or obj > best_obj):
+            best, best_obj, placed = values, obj, trial
+    if last is None:
         left = max(deadline - time.perf_counter(), 0.01)
-        return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), ""
-    floor = np.floor(result.values + 1e-6).astype(np.int64)
-    ends, starts = invert(form, floor)
-    runs, _, _ = place_runs(epoch, ends, starts, previous, fill=True)
-    best: npt.NDArray[np.int64] | None = values_of_runs(form, runs)
-    best_obj = float(form.model.value(best)) if best is not None else None
-    bound = result.bound
-    note = (
-        f"; LP dive: {result.rounds} rounds in {result.seconds:.2f}s, "
-        f"{result.fractional} decisions rounded down"
-    )
+        return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), "", None
+    result = last
+    note = f"; LP dives: {'; '.join(dives)}"
     message = "LP dive"
     left = deadline - time.perf_counter()
     if (best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap) and left > 1.0:
@@ -183,13 +216,18 @@ def _lp_guided(
             full[keep] = found.values
             obj = float(form.model.value(full))
             if best_obj is None or obj > best_obj:
-                best, best_obj, message = full, obj, found.message
+                best, best_obj, message, placed = full, obj, found.message, None
     if best is None or best_obj is None:
         seconds = time.perf_counter() - t_start
-        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no incumbent"), note
+        return (
+            SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no incumbent"),
+            note,
+            None,
+        )
     bound = max(bound, best_obj)
     status = SolveStatus.OPTIMAL if bound - best_obj <= 1e-6 else SolveStatus.FEASIBLE
-    return SolveResult(status, best, best_obj, bound, time.perf_counter() - t_start, message), note
+    seconds = time.perf_counter() - t_start
+    return SolveResult(status, best, best_obj, bound, seconds, message), note, placed
 
 
 def _fallback(

@@ -35,6 +35,8 @@ def pending_reasons(
         )
     for c in epoch.classes:
         pools = [epoch.pools[p] for p in c.pools]
+        # Members of a class share every field the reason depends on: work it out once.
+        shared: Pending | None = None
         for st in c.jobs:
             if st.job.id in placed:
                 continue
@@ -49,7 +51,11 @@ def pending_reasons(
                     )
                 )
                 continue
-            out.append(_reason(epoch, st, pools, board, held, holders))
+            if shared is None:
+                shared = _reason(epoch, st, pools, board, held, holders)
+                out.append(shared)
+            else:
+                out.append(Pending(job=st.job.id, reason=shared.reason, detail=shared.detail))
     return out
 
 
