@@ -11,9 +11,9 @@
 5. at each slice's end, **record** the GPU time delivered in it in the ledger.
 
 Time: the loop runs in real time. Scenario time is wall-clock seconds since the run's
-*origin*, the moment the first ``gpuplan run`` on a ledger started. The origin is kept
-next to the ledger (``LEDGER.origin.json``), so a restarted run continues the same
-timeline. ``slice_seconds`` sets the slice length (the epoch is ``policy.slices`` of
+*origin*, the moment the first ``gpuplan run`` on a ledger started. The origin, and the
+jobs already submitted, are kept next to the ledger (``LEDGER.run.json``,
+:class:`RunState`), so a restarted run continues the same timeline. ``slice_seconds`` sets the slice length (the epoch is ``policy.slices`` of
 them); the jobs' minimum runtimes are real seconds.
 
 Restarts lose nothing: ledger records are committed when written (SQLite, WAL), and a
@@ -80,21 +80,47 @@ def live_scenario(scenario: Scenario, slice_seconds: float | None) -> Scenario:
     return scenario.model_copy(update={"policy": policy})
 
 
-def load_origin(path: Path | None, now: float) -> float:
-    """The run's origin (wall clock) kept at ``path``, written there as ``now`` if new."""
-    if path is None:
-        return now
-    try:
-        data = json.loads(path.read_text())
-        return float(data["origin"])
-    except FileNotFoundError:
-        pass
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not a gpuplan run origin file ({exc})") from None
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({"origin": now}))
-    os.replace(tmp, path)  # atomic: a crash never leaves half a file
-    return now
+@dataclass
+class RunState:
+    """What a live run must remember across restarts besides the ledger.
+
+    ``origin`` is the wall-clock time of scenario time 0; ``submitted`` the scenario jobs
+    already handed to the cluster (so a job that has finished, and that the cluster has
+    forgotten, is not submitted again). Kept as JSON next to the ledger
+    (``LEDGER.run.json``), replaced atomically on every change.
+    """
+
+    origin: float
+    submitted: set[str] = field(default_factory=set)
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, path: Path | None, now: float) -> RunState:
+        """The state kept at ``path``, or a new one starting ``now`` (saved there).
+
+        Raises
+        ------
+        ValueError
+            When the file exists but is not a run state (the message names it).
+        """
+        if path is not None:
+            try:
+                data = json.loads(path.read_text())
+                return cls(float(data["origin"]), set(map(str, data.get("submitted", []))), path)
+            except FileNotFoundError:
+                pass
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}: not a gpuplan run state file ({exc})") from None
+        state = cls(now, set(), path)
+        state.save()
+        return state
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"origin": self.origin, "submitted": sorted(self.submitted)}))
+        os.replace(tmp, self.path)  # atomic: a crash never leaves half a file
 
 
 def live_jobs(scenario: Scenario, state: ClusterState, origin: float) -> tuple[JobState, ...]:
@@ -234,8 +260,9 @@ class ControlLoop:
         Where usage is recorded; its standings feed the next epoch's plan.
     plan
         ``(snapshot, previous) -> Plan``; defaults to :func:`planner.mip.plan_epoch`.
-    origin
-        Wall-clock time of scenario time 0.
+    run_state
+        Origin (wall-clock time of scenario time 0) and jobs submitted so far; a new
+        in-memory one starting now when not given.
     slice_seconds
         Slice length (default: the policy's).
     clock, sleep
@@ -253,7 +280,7 @@ class ControlLoop:
         ledger: Ledger,
         *,
         plan: PlanFn | None = None,
-        origin: float | None = None,
+        run_state: RunState | None = None,
         slice_seconds: float | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -267,7 +294,8 @@ class ControlLoop:
         self.plan_fn = plan or _default_plan
         self.clock = clock
         self.sleep = sleep
-        self.origin = clock() if origin is None else origin
+        self.run_state = run_state or RunState(clock())
+        self.origin = self.run_state.origin
         self.retry_backoff = retry_backoff
         self.max_backoff = max_backoff
         self.progress = progress or (lambda _line: None)
@@ -333,14 +361,19 @@ class ControlLoop:
         if not isinstance(executor, SupportsSubmit):
             return []
         state = self._retry(self.executor.observe)
-        known = {j.job for j in state.jobs if j.managed}
+        # A finished job of the same name may be an older run's: only live ones count.
+        known = {j.job for j in state.jobs if j.managed and j.phase != "finished"}
+        known |= self.run_state.submitted
         done = []
         for job in self.scenario.jobs:
             if job.submit <= now and job.id not in known:
                 result = self._retry(functools.partial(executor.submit, job))
-                if result.ok and result.changed:
-                    done.append(job.id)
-                elif not result.ok:
+                if result.ok:
+                    self.run_state.submitted.add(job.id)
+                    self.run_state.save()
+                    if result.changed:
+                        done.append(job.id)
+                else:
                     self.progress(f"submit {job.id}: failed: {result.detail}")
         return done
 

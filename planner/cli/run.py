@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Repeat, epoch after epoch: observe the cluster, build the snapshot, "
         "plan, apply each slice at its boundary, record usage in the ledger. Scenario jobs "
         "are submitted (held) when their submit time comes. Scenario time counts from the "
-        "first run on the ledger (kept in LEDGER.origin.json), so a restarted run continues "
+        "first run on the ledger (kept with the submitted jobs in LEDGER.run.json), so a "
+        "restarted run continues "
         "where it stopped and loses no usage.",
     )
     p.add_argument("scenario", help="scenario YAML file (or a bundled scenario name)")
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from planner.control import ControlLoop, load_origin
+    from planner.control import ControlLoop, RunState
     from planner.executors import ExecutorError, default_registry
     from planner.ledger import Ledger
     from planner.mip import plan_epoch
@@ -80,19 +81,19 @@ def run(args: argparse.Namespace) -> int:
     if args.ledger is None:
         progress("note: no --ledger given; usage is kept in memory only")
         ledger = Ledger()
-        origin_file = None
+        state_file = None
     else:
         ledger = Ledger(args.ledger)
-        origin_file = Path(f"{args.ledger}.origin.json")
+        state_file = Path(f"{args.ledger}.run.json")
     try:
-        origin = load_origin(origin_file, time.time())
+        run_state = RunState.load(state_file, time.time())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
     def plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
         return plan_epoch(snapshot, backend=args.backend, time_limit=args.time_limit, previous=previous)
 
-    loop = ControlLoop(scenario, executor, ledger, plan=plan, origin=origin,
+    loop = ControlLoop(scenario, executor, ledger, plan=plan, run_state=run_state,
                        slice_seconds=args.slice_seconds, progress=progress)
     try:
         summary = loop.run(args.epochs)

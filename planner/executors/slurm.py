@@ -52,6 +52,8 @@ from planner.executors.state import (
 from planner.placement import nodes_needed
 
 COMMENT_TAG = "gpuplan"
+REQUEUE_GRACE = 2.0
+"""Seconds between a job's requeue and its next start (see ``_after_requeue_grace``)."""
 
 # Text Slurm's clients print when slurmctld is down or slow: worth retrying.
 _UNREACHABLE = (
@@ -259,6 +261,8 @@ class SlurmExecutor:
         steps, results = reconcile(state, plan, slice_index)
         done = list(results)
         for step in steps:
+            if step.action in ("start", "resume") and not step.in_place:
+                self._after_requeue_grace(state.job(step.job))
             done.append(self._carry_out(step))
         return ApplyReport(slice_index=slice_index, at=state.at, results=tuple(done))
 
@@ -309,6 +313,20 @@ class SlurmExecutor:
         ok = res.returncode == 0
         return ActionResult(job=job, action=action, ok=ok, changed=ok, nodes=found.nodes,
                             native_id=found.native_id, detail="" if ok else _why(res))
+
+    def _after_requeue_grace(self, job: ObservedJob | None) -> None:
+        """Wait until a just-requeued job may start again.
+
+        slurmd refuses to launch a job whose credential it revoked in the same second
+        (credential times have one-second resolution): the job then fails with "Job
+        credential revoked". Slurm itself avoids that by delaying requeued jobs two
+        minutes; the planner restarts them at once, so it leaves a short grace instead.
+        """
+        if job is None or job.requeued_at is None:
+            return
+        wait = job.requeued_at + REQUEUE_GRACE - self.clock()
+        if wait > 0:
+            self.sleep(wait)
 
     def _carry_out(self, step: Step) -> ActionResult:
         if step.in_place:
@@ -398,6 +416,9 @@ class SlurmExecutor:
         if resumable is None:
             resumable = spec.resumable if spec is not None else False
         start = _number(raw.get("start_time"))
+        restarts = int(_number(raw.get("restart_cnt")) or 0)
+        # Slurm resets a requeued job's submit time to the moment of the requeue.
+        submitted = _number(raw.get("submit_time"))
         return ObservedJob(
             job=name, native_id=native_id, phase=phase, managed=managed,
             project=tags.get("project") or (spec.project if spec else None),
@@ -405,7 +426,7 @@ class SlurmExecutor:
             nodes=nodes if phase in ("running", "suspended") else (), pinned=pinned,
             run_start=float(start) if phase in ("running", "suspended") and start else None,
             min_runtime=min_runtime, resumable=resumable,
-            restarts=int(_number(raw.get("restart_cnt")) or 0),
+            restarts=restarts, requeued_at=submitted if restarts else None,
             reason=str(raw.get("state_reason") or ""),
         )
 

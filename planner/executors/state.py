@@ -46,6 +46,7 @@ class ObservedJob(Frozen):
     convention) are observed because they occupy nodes, and never touched.
     ``run_start`` is when the current run began (wall clock), which is where the
     time-slicing contract counts from. ``pinned`` are the nodes the job is held to.
+    ``requeued_at`` is when a preempted job last went back to the queue, if known.
     """
 
     job: str
@@ -60,6 +61,7 @@ class ObservedJob(Frozen):
     min_runtime: float | None = None
     resumable: bool = False
     restarts: int = Field(default=0, ge=0)
+    requeued_at: float | None = None
     reason: str = ""
 
     def contract_end(self) -> float | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from models import Plan, Scenario
-from planner.control import ControlLoop, live_jobs, live_snapshot, load_origin
+from planner.control import ControlLoop, RunState, live_jobs, live_snapshot
 from planner.executors import ApplyReport, ClusterState, ExecutorUnavailable, ObservedJob
 from planner.executors.dryrun import DryRunExecutor
 from planner.ledger import Ledger
@@ -38,7 +38,7 @@ def tiny() -> Scenario:
 
 
 def _loop(scenario: Scenario, ex: object, ledger: Ledger, clock: FakeTime, **kw: object) -> ControlLoop:
-    return ControlLoop(scenario, ex, ledger, origin=ORIGIN, slice_seconds=60.0,  # type: ignore[arg-type]
+    return ControlLoop(scenario, ex, ledger, run_state=RunState(ORIGIN), slice_seconds=60.0,  # type: ignore[arg-type]
                        clock=clock.time, sleep=clock.sleep, **kw)  # type: ignore[arg-type]
 
 
@@ -132,7 +132,7 @@ def test_late_arrivals_wait_for_their_submit_time(tiny: Scenario) -> None:
     """A job is submitted in the first epoch that starts after its submit time."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
-    loop = ControlLoop(tiny, ex, Ledger(), origin=ORIGIN, slice_seconds=150.0,
+    loop = ControlLoop(tiny, ex, Ledger(), run_state=RunState(ORIGIN), slice_seconds=150.0,
                        clock=clock.time, sleep=clock.sleep)
     summary = loop.run(epochs=2)  # epochs of 600 s: j3 (10m), j4 (15m) arrive for epoch 2
     assert "j3" in summary.submitted and "j4" not in summary.submitted
@@ -160,14 +160,35 @@ def test_adopted_jobs_join_the_queue_if_their_project_is_known(tiny: Scenario) -
         "running", 30.0, "beta", "B200", None)
 
 
-def test_origin_is_kept_next_to_the_ledger(tmp_path: Path) -> None:
-    """The first run writes its origin; later runs read it; a corrupt file is an error."""
-    path = tmp_path / "l.sqlite.origin.json"
-    assert load_origin(path, 100.0) == 100.0
-    assert load_origin(path, 999.0) == 100.0
+def test_run_state_is_kept_next_to_the_ledger(tmp_path: Path) -> None:
+    """The first run writes its origin; later runs read it with the submitted jobs; a
+    corrupt file is an error naming it."""
+    path = tmp_path / "l.sqlite.run.json"
+    first = RunState.load(path, 100.0)
+    assert (first.origin, first.submitted) == (100.0, set())
+    first.submitted.add("j1")
+    first.save()
+    again = RunState.load(path, 999.0)
+    assert (again.origin, again.submitted) == (100.0, {"j1"})
     path.write_text("{oops")
-    with pytest.raises(ValueError, match="not a gpuplan run origin file"):
-        load_origin(path, 5.0)
+    with pytest.raises(ValueError, match="l.sqlite.run.json: not a gpuplan run state file"):
+        RunState.load(path, 5.0)
+
+
+def test_a_finished_and_forgotten_job_is_not_submitted_again(tiny: Scenario, tmp_path: Path) -> None:
+    """A restarted run does not resubmit jobs it submitted before, even once the cluster
+    no longer lists them (here: a new, empty dryrun cluster)."""
+    clock = FakeTime()
+    path = tmp_path / "l.sqlite.run.json"
+    state = RunState.load(path, ORIGIN)
+    first = ControlLoop(tiny, DryRunExecutor(tiny, io.StringIO(), clock=clock.time), Ledger(),
+                        run_state=state, slice_seconds=60.0, clock=clock.time, sleep=clock.sleep)
+    assert sorted(first.run(epochs=1).submitted) == ["j1", "j2", "j5"]
+    forgetful = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    second = ControlLoop(tiny, forgetful, Ledger(), run_state=RunState.load(path, 0.0),
+                         slice_seconds=60.0, clock=clock.time, sleep=clock.sleep)
+    assert second.run(epochs=1).submitted == []
+    assert forgetful.observe().jobs == ()
 
 
 def test_nodes_drained_on_the_cluster_get_no_planned_work(tiny: Scenario) -> None:

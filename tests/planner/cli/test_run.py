@@ -27,7 +27,7 @@ def test_dryrun_epoch_logs_actions_and_fills_the_ledger(tmp_path: Path, capsys: 
     with Ledger(ledger) as recorded:
         assert len(recorded) > 0
         assert recorded.span() is not None
-    assert (tmp_path / "ledger.sqlite.origin.json").exists()
+    assert (tmp_path / "ledger.sqlite.run.json").exists()
 
 
 def test_list_executors(capsys: pytest.CaptureFixture[str]) -> None:

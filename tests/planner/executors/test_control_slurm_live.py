@@ -101,7 +101,7 @@ def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -
     still = ex.observe().job("contract")
     assert still is not None and (still.native_id, still.run_start, still.restarts) == (
         contract.native_id, contract.run_start, 0)
-    origin = float(json.loads((tmp_path / "ledger.sqlite.origin.json").read_text())["origin"])
+    origin = float(json.loads((tmp_path / "ledger.sqlite.run.json").read_text())["origin"])
     # Charged from its start (or the first record, if it started within the first
     # planning moments) to the last record, across the kill.
     ran = spans[-1][1] - max(contract.run_start - origin, spans[0][0])  # type: ignore[operator]

@@ -218,3 +218,19 @@ def test_factory_options(scenario: Scenario) -> None:
     assert ex.sbatch_args(scenario.jobs[0])[-1] == "--wrap=python train.py --steps 3600"
     with pytest.raises(ValueError, match="unknown option.*colour"):
         create(scenario, {"colour": "red"})
+
+
+def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, plans: object) -> None:
+    """A job requeued half a second ago is started only once two seconds have passed
+    since the requeue (slurmd would refuse a launch within the second of the kill)."""
+    jobs = [{"job_id": 5, "name": "free", "partition": "gpuplan", "job_state": "PENDING",
+             "priority": 0, "tres_per_node": "gres:gpu:4", "restart_cnt": 1, "submit_time": 1000}]
+    fake = FakeSlurm(jobs, NODES_0038)
+    waits: list[float] = []
+    ex = SlurmExecutor(scenario, runner=fake, clock=lambda: 1000.5, sleep=waits.append)
+    report = ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    assert report.ok and waits == [1.5]
+    assert ex.observe().jobs[0].requeued_at == 1000.0
+    fresh = SlurmExecutor(scenario, runner=fake, clock=lambda: 1003.0, sleep=waits.append)
+    fresh.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    assert waits == [1.5]

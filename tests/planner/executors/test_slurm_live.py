@@ -95,6 +95,9 @@ def test_three_slices_match_the_plan(slurm: object, scenario: Scenario, plans: o
     assert {r.job: r.action for r in report.changed} == {"free": "resume"}
     assert third.job("short").phase == "held"  # type: ignore[union-attr]
     assert third.job("contract").run_start == contract_start  # type: ignore[union-attr]
+    time.sleep(1.0)  # the resumed job really runs (slurmd did not refuse its launch)
+    resumed = ex.observe().job("free")
+    assert resumed is not None and (resumed.phase, resumed.restarts) == ("running", 1)
 
 
 def test_gang_runs_on_both_planned_nodes(slurm: object, scenario: Scenario, plans: object) -> None:
