@@ -46,7 +46,8 @@ from planner.snapshot import build_snapshot  # noqa: E402
 from scenarios import load_scenario  # noqa: E402
 from scenarios.generate import generate_jobs  # noqa: E402
 
-TARGETS = {3000: (10.0, 0.01), 10000: (60.0, 0.01)}
+#: jobs -> (seconds, gap) the issue asks for; ``None``: no gap target.
+TARGETS: dict[int, tuple[float, float | None]] = {3000: (10.0, 0.01), 10000: (60.0, None)}
 
 
 def big_scenario(seed: int = 1) -> Scenario:
@@ -187,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             target = TARGETS.get(n)
             ok = ""
             if target is not None:
-                ok = "met" if sec <= target[0] and gap is not None and gap <= target[1] else "MISSED"
+                gap_ok = target[1] is None or (gap is not None and gap <= target[1])
+                ok = "met" if sec <= target[0] and gap_ok else "MISSED"
             print(
                 f"{n:>6} {running:>7} {backend:>7} {classes:>7} {nvars:>7} {ncons:>7} {sec:>8.2f} "
                 f"{s.status.value:>9} {s.objective or 0:>14,.0f} {s.bound or 0:>14,.0f} "

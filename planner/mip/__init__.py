@@ -84,7 +84,7 @@ def plan_epoch(
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 6.0 * (time.perf_counter() - t0) + 0.1
+    reserve = 6.0 * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -96,6 +96,7 @@ def plan_epoch(
             message="nothing to decide",
         )
         return greedy_plan(epoch, greedy, info)
+    t_model = time.perf_counter()
     # 4. Solve.
     note = ""
     placed: Placed | None = None
@@ -110,6 +111,7 @@ def plan_epoch(
         return _fallback(epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc))
     if result.values is None:
         return _fallback(epoch, greedy, name, result.status, t0, result.message)
+    t_solved = time.perf_counter()
     # 5. Back to the domain: placement and gap filling (already done for the LP dive's
     # incumbent, whose values are those of its placed runs).
     if placed is None:
@@ -129,8 +131,10 @@ def plan_epoch(
         if bound is not None and objective is not None
         else None
     )
+    t_placed = time.perf_counter()
     # 6. Reasons.
     pending = pending_reasons(epoch, runs, dropped, board)
+    t_reasons = time.perf_counter()
     info = SolverInfo(
         backend=name,
         status=status,
@@ -144,7 +148,18 @@ def plan_epoch(
         + note
         + (f"; {len(dropped)} gang(s) found no hole" if dropped else ""),
     )
-    return build_plan(epoch, runs, pending, info)
+    plan = build_plan(epoch, runs, pending, info)
+    # Each phase's duration, so a slow epoch says where its time went.
+    t_end = time.perf_counter()
+    phases = (
+        f"; phases: model {t_model - t0:.2f}s, solve {t_solved - t_model:.2f}s, "
+        f"place {t_placed - t_solved:.2f}s, reasons {t_reasons - t_placed:.2f}s, "
+        f"plan {t_end - t_reasons:.2f}s"
+    )
+    solver_info = info.model_copy(
+        update={"seconds": t_end - t0, "message": info.message + phases}
+    )
+    return plan.model_copy(update={"solver": solver_info})
 
 
 def _lp_guided(
@@ -210,7 +225,7 @@ def _lp_guided(
         relax = Relaxation(result.values, bound, result.seconds)
         sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        found = solver.solve(small, time_limit=left, rel_gap=rel_gap / 2)
+        found = solver.solve(small, time_limit=left - 0.3, rel_gap=rel_gap / 2)
         note += f"; {small.num_vars} variables searched by {solver.name}"
         if found.values is not None:
             full[keep] = found.values

@@ -138,7 +138,9 @@ def dive(
     left = 0
     upper = np.asarray(model.upper, dtype=np.float64)
     lower = np.asarray(model.lower, dtype=np.float64)
-    while time.perf_counter() < deadline:
+    last_run = time.perf_counter() - t0
+    # Stop when the next re-solve (about as long as the last) would pass the deadline.
+    while time.perf_counter() + last_run < deadline:
         d = values[decisions]
         part = d - np.floor(d + 1e-9)
         fractional = (part > 1e-6) & (part < 1 - 1e-6)
@@ -166,7 +168,9 @@ def dive(
         _set_bounds(h, lower_, lower, upper)
         # HiGHS's clock runs across calls: the limit is the time since it was made.
         h.setOptionValue("time_limit", max(deadline - t0, 0.01))
+        started = time.perf_counter()
         h.run()
+        last_run = time.perf_counter() - started
         if not _optimal(h):
             lower[raise_] = old_lower
             upper[raise_] = np.floor(values[raise_] + 1e-9)
