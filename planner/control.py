@@ -300,6 +300,7 @@ class ControlLoop:
         self.max_backoff = max_backoff
         self.progress = progress or (lambda _line: None)
         self._recorded_until: float | None = None
+        self._told_gone = False
 
     def now(self) -> float:
         """Scenario time now."""
@@ -363,6 +364,13 @@ class ControlLoop:
         state = self._retry(self.executor.observe)
         # A finished job of the same name may be an older run's: only live ones count.
         known = {j.job for j in state.jobs if j.managed and j.phase != "finished"}
+        gone = self.run_state.submitted - known
+        if gone and not self._told_gone:
+            # e.g. a restarted dryrun (its cluster lives in memory) or finished jobs
+            # the cluster no longer lists: they are not submitted twice.
+            self.progress(f"{len(gone)} job(s) submitted by an earlier run are no longer on "
+                          f"the cluster and are not submitted again: {', '.join(sorted(gone))}")
+            self._told_gone = True
         known |= self.run_state.submitted
         done = []
         for job in self.scenario.jobs:

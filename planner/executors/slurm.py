@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import subprocess
 import time
@@ -594,6 +595,10 @@ def create(scenario: Scenario, options: Mapping[str, str]) -> SlurmExecutor:
         raise ValueError(
             f"slurm executor: unknown option(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})"
         )
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.exists(conf):
+        # sinfo would retry reading it for a minute per call; say so at once instead.
+        raise ValueError(f"slurm executor: SLURM_CONF={conf} does not exist")
     node_map: dict[str, str] = {}
     for pair in filter(None, options.get("node_map", "").split(",")):
         planner_name, sep, native = pair.partition("=")

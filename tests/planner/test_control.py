@@ -185,10 +185,13 @@ def test_a_finished_and_forgotten_job_is_not_submitted_again(tiny: Scenario, tmp
                         run_state=state, slice_seconds=60.0, clock=clock.time, sleep=clock.sleep)
     assert sorted(first.run(epochs=1).submitted) == ["j1", "j2", "j5"]
     forgetful = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    lines: list[str] = []
     second = ControlLoop(tiny, forgetful, Ledger(), run_state=RunState.load(path, 0.0),
-                         slice_seconds=60.0, clock=clock.time, sleep=clock.sleep)
+                         slice_seconds=60.0, clock=clock.time, sleep=clock.sleep,
+                         progress=lines.append)
     assert second.run(epochs=1).submitted == []
     assert forgetful.observe().jobs == ()
+    assert any("not submitted again: j1, j2, j5" in line for line in lines)
 
 
 def test_nodes_drained_on_the_cluster_get_no_planned_work(tiny: Scenario) -> None:

@@ -220,6 +220,13 @@ def test_factory_options(scenario: Scenario) -> None:
         create(scenario, {"colour": "red"})
 
 
+def test_missing_slurm_conf_is_reported_at_once(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SLURM_CONF that names no file is an error when the executor is created."""
+    monkeypatch.setenv("SLURM_CONF", "/nonexistent/slurm.conf")
+    with pytest.raises(ValueError, match="SLURM_CONF=/nonexistent/slurm.conf does not exist"):
+        create(scenario, {})
+
+
 def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, plans: object) -> None:
     """A job requeued half a second ago is started only once two seconds have passed
     since the requeue (slurmd would refuse a launch within the second of the kill)."""
