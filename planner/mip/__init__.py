@@ -31,7 +31,7 @@ from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.relax import Dive, Relaxation, dive, lp_available, neighbourhood
 
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
-LP_GUIDED_VARS = 4000
+LP_GUIDED_VARS = 2000
 #: Share of the time left that the first LP dive may take.
 DIVE_SHARE = 0.75
 #: Rounding thresholds (up, down) of the successive dives.
