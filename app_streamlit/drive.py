@@ -84,30 +84,60 @@ def _share_editor(page: Page):  # type: ignore[no-untyped-def]
 def edit_share(page: Page, unit: str, share: float) -> None:
     """Type a new share for the org unit ``unit`` into the share editor.
 
-    The editor draws on a canvas; its accessible copy tells which row holds ``unit``,
-    and the keyboard moves there from the first cell (column 2 is the share).
+    The editor draws on a canvas; its accessible copy tells which row holds ``unit``.
+    The viewport is made as tall as the page first, so that no scrolling moves the grid
+    between locating the row and typing; the row's first cell is clicked and the
+    keyboard moves to the share (column 3).
     """
     editor = _share_editor(page)
     editor.locator("td", has_text=unit).first.wait_for(state="attached", timeout=LONG)
     units = [t.strip() for t in editor.locator("td[aria-colindex='1']").all_inner_texts()]
     row = units.index(unit)
+    viewport = page.viewport_size or {"width": 1400, "height": 1000}
+    page.set_viewport_size({"width": viewport["width"], "height": _content_height(page)})
     canvas = editor.get_by_test_id("data-grid-canvas")
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + 20, box["y"] + ROW_PX + ROW_PX / 2)
-    page.wait_for_timeout(200)
-    for _ in range(2):
-        page.keyboard.press("ArrowRight")
-    for _ in range(row):
-        page.keyboard.press("ArrowDown")
-    page.wait_for_timeout(200)
-    # Typing on a selected cell opens its editor; give it time to open before Enter.
-    page.keyboard.type(f"{share:g}")
-    page.wait_for_timeout(500)
-    page.keyboard.press("Enter")
-    page.get_by_text(f"{unit} share").first.wait_for(timeout=LONG)
+    done = page.get_by_text(f"{unit} share").first
+    for _attempt in range(3):
+        box = _settled_box(page, canvas)
+        page.mouse.click(box["x"] + 20, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
+        page.wait_for_timeout(200)
+        for _ in range(2):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(200)
+        # Typing on a selected cell opens its editor; give it time to open before Enter.
+        page.keyboard.type(f"{share:g}")
+        page.wait_for_timeout(500)
+        page.keyboard.press("Enter")
+        try:
+            done.wait_for(timeout=10_000)
+            break
+        except Exception:  # the grid moved under the click (a rerun re-laid it out): retry
+            page.keyboard.press("Escape")
+            wait_idle(page)
+    done.wait_for(timeout=LONG)
     wait_idle(page)
+    page.set_viewport_size(viewport)
+
+
+def _settled_box(page: Page, locator):  # type: ignore[no-untyped-def]
+    """The element's box once it has stopped moving (the page re-lays out after a resize)."""
+    last = None
+    for _ in range(20):
+        box = locator.bounding_box()
+        if box is not None and box == last:
+            return box
+        last = box
+        page.wait_for_timeout(250)
+    assert last is not None
+    return last
+
+
+def _content_height(page: Page) -> int:
+    height = page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=stMain]');"
+        " return m ? m.scrollHeight : document.body.scrollHeight; }"
+    )
+    return int(height) + 40
 
 
 def open_tab(page: Page, name: str) -> None:
@@ -167,11 +197,7 @@ def visible_chart_titles(page: Page) -> list[str]:
 
 def screenshot(page: Page, path: Path, width: int = 1400) -> None:
     """A PNG of the whole visible tab (the app scrolls inside its main pane)."""
-    height = page.evaluate(
-        "() => { const m = document.querySelector('[data-testid=stMain]');"
-        " return m ? m.scrollHeight : document.body.scrollHeight; }"
-    )
-    page.set_viewport_size({"width": width, "height": int(height) + 40})
+    page.set_viewport_size({"width": width, "height": _content_height(page)})
     page.wait_for_timeout(800)  # charts re-layout to the new size
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size({"width": width, "height": 1000})
