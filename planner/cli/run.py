@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "restarted run continues "
         "where it stopped and loses no usage.",
     )
-    p.add_argument("scenario", help="scenario YAML file (or a bundled scenario name)")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO",
+                   help="scenario YAML file (or a bundled scenario name); its clusters, org, "
+                   "policy, and the jobs to submit")
     p.add_argument("--executor", default="dryrun",
                    help="executor name: dryrun (default), slurm, or an installed plugin's")
     p.add_argument("--executor-option", "-o", action="append", default=[], metavar="KEY=VALUE",
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from planner.executors import ExecutorError, default_registry
     from planner.ledger import Ledger
     from planner.mip import plan_epoch
+    from planner.mip.backends import get_backend
 
     registry = default_registry()
     if args.list_executors:
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         for problem in registry.problems:
             print(f"warning: {problem}", file=sys.stderr)
         return 0
+    if args.scenario is None:
+        raise UsageError("run: a SCENARIO is required (or --list-executors)")
     if args.epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
     if args.slice_seconds is not None and args.slice_seconds <= 0:
@@ -69,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise UsageError(f"--executor-option {item!r}: expected KEY=VALUE")
         options[key] = value
+    try:
+        backend = get_backend(args.backend)
+    except KeyError as exc:
+        raise UsageError(f"--backend: {exc.args[0]}") from None
     scenario = load_scenario(args.scenario)
     try:
         executor = registry.create(args.executor, scenario, options)
@@ -91,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
     def plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
-        return plan_epoch(snapshot, backend=args.backend, time_limit=args.time_limit, previous=previous)
+        return plan_epoch(snapshot, backend=backend, time_limit=args.time_limit, previous=previous)
 
     loop = ControlLoop(scenario, executor, ledger, plan=plan, run_state=run_state,
                        slice_seconds=args.slice_seconds, progress=progress)

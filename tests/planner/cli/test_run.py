@@ -32,7 +32,7 @@ def test_dryrun_epoch_logs_actions_and_fills_the_ledger(tmp_path: Path, capsys: 
 
 def test_list_executors(capsys: pytest.CaptureFixture[str]) -> None:
     """--list-executors prints the registered executors and where they come from."""
-    assert main(["run", "tiny", "--list-executors"]) == 0
+    assert main(["run", "--list-executors"]) == 0
     out = capsys.readouterr().out
     assert "dryrun" in out and "slurm" in out and "built-in" in out
 
@@ -44,6 +44,7 @@ def test_list_executors(capsys: pytest.CaptureFixture[str]) -> None:
         (["-o", "nokey"], "expected KEY=VALUE"),
         (["-o", "colour=red"], "unknown option(s) colour"),
         (["--epochs", "0"], "--epochs must be at least 1"),
+        (["--backend", "gurobi"], "--backend: unknown backend 'gurobi'"),
         (["--slice-seconds", "-1"], "--slice-seconds must be positive"),
     ],
 )
@@ -53,3 +54,15 @@ def test_bad_arguments_exit_2_with_one_message(args: list[str], message: str,
     assert main(["run", "tiny", *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_scenario_is_required_to_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a scenario (and without --list-executors) run exits 2 saying what is missing."""
+    assert main(["run"]) == 2
+    assert "a SCENARIO is required" in capsys.readouterr().err
+
+
+def test_missing_scenario_file_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scenario path that does not exist is one error naming the file, exit code 2."""
+    assert main(["run", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
