@@ -23,7 +23,7 @@ from models import (
     Slice,
     SolverInfo,
 )
-from planner.mip.epoch import Epoch, JobClass, SubPool, resumes
+from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
 from planner.mip.objective import WORK_BONUS, marginal_slope
 from planner.placement import place_gang
 
@@ -370,8 +370,8 @@ def build_plan(
 def slice_hours(epoch: Epoch, run: Run) -> list[float]:
     """Wall-clock hours of each slice of the run (a job may finish mid-slice)."""
     rest = run.state.remaining
-    if rest is not None and not run.running and resumes(run.state):
-        rest += epoch.snapshot.policy.restart_overhead
+    if not run.running:
+        rest = remaining_with_restart(run.state, epoch.snapshot.policy.restart_overhead)
     out: list[float] = []
     for i in range(run.last - run.first):
         seconds = epoch.slice_len
@@ -407,14 +407,34 @@ def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
     )
 
 
+def _leaves_at(epoch: Epoch, run: Run) -> float:
+    """When a run still going at the epoch's end leaves its (drained) nodes.
+
+    Funded non-resumable work runs to completion; other work moves off once its contract
+    allows, at the latest when it completes. Unknown durations count as the epoch's end.
+    """
+    state = run.state
+    need = (
+        state.remaining
+        if run.running
+        else remaining_with_restart(state, epoch.snapshot.policy.restart_overhead)
+    )
+    done = epoch.end if need is None else epoch.slice_start(run.first) + need
+    charged = state.charged if run.running else state.job.allocated
+    if charged and not state.job.resumable:
+        return max(done, epoch.slice_start(run.last - 1))
+    contract = state.contract_end if run.running else epoch.slice_start(run.first) + state.job.min_runtime
+    leave = max(epoch.end, contract if charged else epoch.end)
+    return max(min(done, leave), epoch.slice_start(run.last - 1))
+
+
 def _drained(epoch: Epoch, runs: list[Run]) -> tuple[NodeFree, ...]:
     """When each node drained during the epoch has no more work on it."""
     busy_until: dict[str, float] = {}
     for run in runs:
         end = epoch.slice_start(run.last)
-        if run.last >= epoch.slices and run.state.remaining is not None:
-            # Still running at the epoch's end: it frees the node when it completes.
-            end = max(end, epoch.start + (run.state.remaining or 0.0))
+        if run.last >= epoch.slices:
+            end = _leaves_at(epoch, run)
         for n in run.nodes:
             busy_until[n] = max(busy_until.get(n, 0.0), end)
     out: list[NodeFree] = []

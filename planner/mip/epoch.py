@@ -155,7 +155,12 @@ def aging_bucket(waited: float, epoch: float) -> int:
 
 
 def remaining_with_restart(state: JobState, restart_overhead: float) -> float | None:
-    """Seconds a queued job needs once started: its remaining work plus restart overhead."""
+    """Seconds a queued job needs once started: its remaining work plus restart overhead.
+
+    A non-resumable job starts over: all of its duration.
+    """
+    if not state.job.resumable:
+        return state.job.duration
     rest = state.remaining
     if rest is None:
         return None

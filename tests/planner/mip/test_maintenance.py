@@ -1,0 +1,66 @@
+"""Drained nodes: no new work, running work moves off as contracts allow, free times."""
+
+from __future__ import annotations
+
+from planner.mip import plan_epoch
+
+from .conftest import SnapBuilder
+
+
+def slices_of(plan, job):  # type: ignore[no-untyped-def]
+    return [k for k, s in enumerate(plan.slices) for a in s.assignments if a.job == job]
+
+
+def test_resumable_job_moves_off_at_drain_and_node_frees_then() -> None:
+    """A resumable job past its contract leaves a node drained from 30 min; it is free then."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=1, drain=(1800.0, 9000.0), drained=1)
+        .project("a")
+        .running("r1", ("c-h100-000",), ran=7200.0, resumable=True)
+        .build()
+    )
+    assert slices_of(plan, "r1") == [0, 1]
+    assert ("r1", "preempt", 1800.0) in {(a.job, a.action, a.at) for a in plan.actions}
+    (free,) = plan.drained_nodes
+    assert (free.node, free.free_at) == ("c-h100-000", 1800.0)
+
+
+def test_contract_delays_the_move_off() -> None:
+    """A job 10 min into a 1 h contract stays on a node drained from 15 min until it ends."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=1, drain=(900.0, 9000.0), drained=1)
+        .project("a")
+        .running("r1", ("c-h100-000",), ran=600.0, resumable=True)
+        .build()
+    )
+    # Contract ends at 50 min: it runs slices 0-3 (the last one holds 45-60 min).
+    assert slices_of(plan, "r1") == [0, 1, 2, 3]
+    (free,) = plan.drained_nodes
+    assert free.free_at == 3600.0
+
+
+def test_non_resumable_job_runs_to_completion_on_drained_node() -> None:
+    """A funded non-resumable job is never preempted: the node frees when it completes."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=1, drain=(0.0, 9000.0), drained=1)
+        .project("a")
+        .running("r1", ("c-h100-000",), ran=7200.0, resumable=False, duration=12600.0)
+        .build()
+    )
+    assert slices_of(plan, "r1") == [0, 1, 2, 3]
+    (free,) = plan.drained_nodes
+    assert free.free_at == 5400.0  # 1.5 h of work left
+
+
+def test_no_new_work_on_drained_nodes() -> None:
+    """A queued job never starts on a node drained during its run."""
+    plan = plan_epoch(
+        SnapBuilder().pool(nodes=2, drain=(2700.0, 9000.0), drained=1).project("a").queued("a1").queued("a2").build()
+    )
+    for s in plan.slices:
+        for a in s.assignments:
+            assert a.nodes == ("c-h100-000",)
+    assert {p.job for p in plan.pending} == {"a2"}
