@@ -11,6 +11,7 @@ from planner.mip.backends import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``explain`` sub-command."""
     p = subparsers.add_parser(
         "explain",
         help="why a job is, or is not, in the plan",
@@ -27,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``gpuplan explain``; returns the exit code."""
     scenario, snap = load_snapshot(args.scenario, args.at)
     known = {j.id: j for j in scenario.jobs}
     if args.job not in known:

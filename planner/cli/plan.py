@@ -15,6 +15,7 @@ from scenarios import load_scenario
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``plan`` sub-command."""
     p = subparsers.add_parser(
         "plan",
         help="plan one epoch of a scenario and print the time-slice plan",
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def add_time_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--at TIME`` (shared with ``explain``)."""
     p.add_argument("--at", default="0s", metavar="TIME",
                    help="epoch start, from the scenario's start: seconds or 90s, 15m, 2h, 3d "
                    "(default 0)")
@@ -56,6 +58,7 @@ def load_snapshot(path: str, at: str) -> tuple[Scenario, Snapshot]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``gpuplan plan``; returns the exit code."""
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit: must be positive, got {args.time_limit:g}")
     _, snap = load_snapshot(args.scenario, args.at)

@@ -69,6 +69,7 @@ class Board:
 
     @classmethod
     def empty(cls, epoch: Epoch) -> Board:
+        """A board with every open node free and the full headroom."""
         board = cls(epoch)
         for p in epoch.pools:
             for n in p.nodes:
@@ -82,6 +83,7 @@ class Board:
         return board
 
     def copy(self) -> Board:
+        """An independent copy (to try another placement order)."""
         return Board(
             self.epoch,
             free={n: list(f) for n, f in self.free.items()},
@@ -93,6 +95,7 @@ class Board:
         )
 
     def occupy(self, run: Run, pool: SubPool) -> None:
+        """Take the run's GPUs on its nodes for its slices."""
         per_node = pool.gpus_per_node if pool.multi(run.state.job.gpus) else run.state.job.gpus
         for n in run.nodes:
             for k in range(run.first, run.last):
@@ -123,6 +126,7 @@ class Board:
         return place_gang(free, self.size, gpus, prefer=prefer)
 
     def pool_free(self, pool: SubPool, k: int) -> int:
+        """Free GPUs of ``pool`` in slice ``k``."""
         return self.totals[(pool.index, k)]
 
 
@@ -163,6 +167,7 @@ def place_runs(
     length = {s.state.job.id: class_of[s.state.job.id].length(s.slice, epoch.slices) for s in starts}
 
     def big(s: Start) -> bool:
+        """Whether the gang needs a node to itself."""
         return 2 * s.state.job.gpus > epoch.pools[s.pool].gpus_per_node
 
     # Two orders, and the one that places more work wins. Slice by slice (inside a
@@ -263,6 +268,7 @@ def fill_gaps(
             spent[job.project] += span * epoch.charge_q(job.gpus, pool, job.urgent)
 
     def gain(project: str) -> int:
+        """Objective of the project's next quantum of work."""
         q = queues[project]
         job = q[-1][1].job
         if job.allocated and spent[project] < epoch.headroom_q.get(project, 0):

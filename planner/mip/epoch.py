@@ -41,6 +41,7 @@ class SubPool:
         return max(round(self.rate * WORK_SCALE), 1)
 
     def open_nodes(self, k: int) -> int:
+        """Nodes that may hold work in slice ``k``."""
         return len(self.nodes) - len(self.drained[k])
 
     def capacity(self, k: int) -> int:
@@ -52,9 +53,11 @@ class SubPool:
         return nodes_needed(gpus, self.gpus_per_node) <= len(self.nodes)
 
     def taken(self, gpus: int) -> int:
+        """GPUs a gang of ``gpus`` occupies here (whole nodes when it spans several)."""
         return gpus_taken(gpus, self.gpus_per_node)
 
     def multi(self, gpus: int) -> bool:
+        """Whether a gang of ``gpus`` spans several nodes here."""
         return gpus > self.gpus_per_node
 
 
@@ -80,10 +83,12 @@ class Running:
 
     @property
     def id(self) -> str:
+        """The job's id."""
         return self.state.job.id
 
     @property
     def preemptible(self) -> bool:
+        """Whether the plan may stop it before it finishes."""
         return self.may > self.must
 
 
@@ -129,9 +134,11 @@ class Epoch:
     urgent_charge: float
 
     def slice_start(self, k: int) -> float:
+        """Start time of slice ``k``."""
         return self.start + k * self.slice_len
 
     def slice_end(self, k: int) -> float:
+        """End time of slice ``k``."""
         return self.start + (k + 1) * self.slice_len
 
     def charge_q(self, gpus: int, pool: SubPool, urgent: bool) -> int:

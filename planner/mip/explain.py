@@ -148,6 +148,7 @@ def _reason(
         standing = epoch.snapshot.standing
 
         def weight(project: str) -> float:
+            """A project's fair-share weight."""
             return project_weight(standing[project].ratio) if project in standing else 1.0
 
         mine = weight(job.project)

@@ -46,6 +46,7 @@ class LinearModel:
 
     @property
     def num_vars(self) -> int:
+        """Number of variables."""
         return len(self.names)
 
     def add_var(self, name: str, lower: int, upper: int) -> int:

@@ -28,9 +28,11 @@ class CpSatBackend:
         self.workers = workers
 
     def is_available(self) -> bool:
+        """Whether OR-Tools is installed (found, not imported)."""
         return importlib.util.find_spec("ortools") is not None
 
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        """Build the CP-SAT model from ``model``, solve it and map the answer back."""
         from ortools.sat.python import cp_model
 
         t0 = time.perf_counter()

@@ -28,6 +28,7 @@ class PulpBackend:
         self.solver = solver
 
     def is_available(self) -> bool:
+        """Whether PuLP is installed (found, not imported)."""
         return importlib.util.find_spec("pulp") is not None
 
     def _make_solver(self, time_limit: float, rel_gap: float) -> Any:
@@ -39,6 +40,7 @@ class PulpBackend:
         return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(time_limit, 1.0), gapRel=rel_gap)
 
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        """Build the PuLP problem from ``model``, solve it and map the answer back."""
         import pulp
 
         t0 = time.perf_counter()
