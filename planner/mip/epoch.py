@@ -192,18 +192,16 @@ def build_epoch(snapshot: Snapshot) -> Epoch:
     queued: list[JobState] = []
     for state in snapshot.jobs:
         if state.status == "running" and state.nodes and state.nodes[0] in node_pool:
-            running.append(_running(state, node_pool, start, slice_len, slices, policy.epoch))
+            running.append(_running(state, node_pool, start, slice_len, slices))
         elif state.status == "queued":
             queued.append(state)
     classes, unfit = _classes(queued, pools, snapshot, slice_len, slices)
-    epoch_h = policy.epoch / 3600.0
     slice_h = slice_len / 3600.0
     target_q: dict[str, int] = {}
     headroom_q: dict[str, int] = {}
     for project, st in snapshot.standing.items():
         target_q[project] = round(st.owed_gpus * slices * WORK_SCALE)
         headroom_q[project] = max(math.floor(st.headroom_gpu_h / slice_h * WORK_SCALE + 1e-9), 0)
-    del epoch_h
     return Epoch(
         snapshot=snapshot,
         start=start,
@@ -265,7 +263,6 @@ def _running(
     start: float,
     slice_len: float,
     slices: int,
-    epoch: float,
 ) -> Running:
     pool = node_pool[state.nodes[0]]
     job = state.job
@@ -295,7 +292,6 @@ def _running(
         else:
             open_nodes.append(0)
             open_gpus.append(job.gpus if open_here else 0)
-    del epoch
     return Running(
         state=state,
         pool=pool.index,
