@@ -38,8 +38,8 @@ def tiny() -> Scenario:
 
 
 def _loop(scenario: Scenario, ex: object, ledger: Ledger, clock: FakeTime, **kw: object) -> ControlLoop:
-    return ControlLoop(scenario, ex, ledger, run_state=RunState(ORIGIN), slice_seconds=60.0,  # type: ignore[arg-type]
-                       clock=clock.time, sleep=clock.sleep, **kw)  # type: ignore[arg-type]
+    return ControlLoop(scenario, ex, ledger, run_state=RunState(ORIGIN), slice_seconds=60.0,
+                       clock=clock.time, sleep=clock.sleep, **kw)
 
 
 def _covered(ledger: Ledger) -> list[tuple[float, float]]:
@@ -63,7 +63,7 @@ def test_slices_are_applied_at_their_boundaries_and_usage_recorded(tiny: Scenari
     summary = _loop(tiny, ex, ledger, clock).run(epochs=1)
     assert sorted(summary.submitted) == ["j1", "j2", "j5"]  # the jobs submitted at 0s
     assert [(s.start, s.end) for s in summary.slices] == [(0, 60), (60, 120), (120, 180), (180, 240)]
-    assert [s.report.at - ORIGIN for s in summary.slices] == [0, 60, 120, 180]  # type: ignore[union-attr]
+    assert [s.report.at - ORIGIN for s in summary.slices] == [0, 60, 120, 180]
     rates = {n.name: tiny.rate(n.gpu_type) for n in tiny.nodes}
     running = [j for j in ex.observe().jobs if j.phase == "running"]
     assert running, "the plan started nothing"

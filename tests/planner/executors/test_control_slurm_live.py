@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,8 +53,8 @@ def _records(path: Path) -> list[tuple[object, ...]]:
         conn.close()
 
 
-def _gpuplan(slurm: object, tmp_path: Path, epochs: int) -> subprocess.Popen[str]:
-    env = {**slurm.env, "PYTHONPATH": str(REPO)}  # type: ignore[attr-defined]
+def _gpuplan(slurm: Any, tmp_path: Path, epochs: int) -> subprocess.Popen[str]:
+    env = {**slurm.env, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, "-m", "planner.cli", "run", str(tmp_path / "live.yaml"), "--executor", "slurm",
          "--epochs", str(epochs), "--slice-seconds", "3", "--ledger", str(tmp_path / "ledger.sqlite"),
@@ -62,7 +63,7 @@ def _gpuplan(slurm: object, tmp_path: Path, epochs: int) -> subprocess.Popen[str
     )
 
 
-def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -> None:
+def test_killed_and_restarted_run_loses_nothing(slurm: Any, tmp_path: Path) -> None:
     """A gpuplan run killed with SIGKILL after its first slices, then restarted, keeps every
     ledger record, leaves no gap in the recorded time, charges the contract job for all the
     time it ran (downtime included) and never touches it in Slurm."""
@@ -80,7 +81,7 @@ def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -
         first.kill()
         first.communicate()
     before = _records(ledger)
-    ex = SlurmExecutor(runner=slurm.runner)  # type: ignore[attr-defined]
+    ex = SlurmExecutor(runner=slurm.runner)
     contract = ex.observe().job("contract")
     assert contract is not None and contract.phase == "running"
     assert set(contract.nodes) <= {"alpha-h100-000", "alpha-h100-001"}
@@ -104,7 +105,7 @@ def test_killed_and_restarted_run_loses_nothing(slurm: object, tmp_path: Path) -
     origin = float(json.loads((tmp_path / "ledger.sqlite.run.json").read_text())["origin"])
     # Charged from its start (or the first record, if it started within the first
     # planning moments) to the last record, across the kill.
-    ran = spans[-1][1] - max(contract.run_start - origin, spans[0][0])  # type: ignore[operator]
+    ran = spans[-1][1] - max(contract.run_start - origin, spans[0][0])
     nlp = sum(u.allocated_gpu_h for u in usage if u.project == "nlp")
     assert nlp == pytest.approx(8 * ran / 3600, rel=0.02)
 
@@ -142,7 +143,7 @@ class Checked:
         return report
 
 
-def test_planned_slices_are_carried_out_by_slurm(slurm: object, scenario: Scenario) -> None:
+def test_planned_slices_are_carried_out_by_slurm(slurm: Any, scenario: Scenario) -> None:
     """With the real planner in the loop, after every slice Slurm runs exactly the planned
     jobs on their planned nodes (plus contract-protected ones); when funded work arrives in
     the second epoch, the free job in its way is preempted and held, the contract job is not."""
@@ -155,7 +156,7 @@ def test_planned_slices_are_carried_out_by_slurm(slurm: object, scenario: Scenar
     scenario = scenario.model_copy(update={
         "policy": Policy(slices=2), "workloads": Workloads(jobs=jobs),
     })
-    checked = Checked(SlurmExecutor(scenario, runner=slurm.runner))  # type: ignore[attr-defined]
+    checked = Checked(SlurmExecutor(scenario, runner=slurm.runner))
     loop = ControlLoop(scenario, checked, Ledger(), slice_seconds=2.5,
                        plan=lambda snap, prev: plan_epoch(snap, time_limit=3.0, previous=prev))
     summary = loop.run(epochs=2)
@@ -164,5 +165,5 @@ def test_planned_slices_are_carried_out_by_slurm(slurm: object, scenario: Scenar
     assert set(checked.matched[0]) == {"contract", "free"}
     assert set(checked.matched[-1]) == {"contract", "late"}
     assert checked.matched[0]["contract"] == checked.matched[-1]["contract"]
-    actions = {(r.job, r.action) for s in summary.slices for r in s.report.changed}  # type: ignore[union-attr]
+    actions = {(r.job, r.action) for s in summary.slices for r in s.report.changed}
     assert ("free", "preempt") in actions and ("contract", "preempt") not in actions

@@ -60,13 +60,13 @@ class FakeIHP:
 
 
 def test_example_plugin_applies_slices_idempotently(example: types.ModuleType, scenario: Scenario,
-                                                    plans: object) -> None:
+                                                    plans: Any) -> None:
     """The documented executor starts, preempts and protects as planned, and a repeated
     apply makes no call to the platform."""
     client = FakeIHP(scenario)
     ex = example.InHouseExecutor(client, scenario)
     assert isinstance(ex, Executor)
-    plan = plans([{"free": ("alpha-h100-000",), "contract": ("alpha-h100-001",)}, {}])  # type: ignore[operator]
+    plan = plans([{"free": ("alpha-h100-000",), "contract": ("alpha-h100-001",)}, {}])
     assert ex.apply(plan, 0).ok
     assert ex.apply(plan, 0).changed == ()
     assert len(client.calls) == 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
+from typing import Any
 
 from models import Scenario
 from planner.executors import Executor, SupportsDrain, SupportsSubmit, SupportsSuspend
@@ -48,12 +50,12 @@ def test_capabilities_are_detected_with_isinstance(scenario: Scenario) -> None:
 
 
 def test_suspended_job_keeps_nodes_and_progress_and_is_resumed_in_place(scenario: Scenario,
-                                                                        plans: object) -> None:
+                                                                        plans: Any) -> None:
     """Suspending stops progress; the next apply of a slice that keeps the job resumes it
     on the same nodes without a restart."""
     clock = Clock()
     ex, _ = _executor(scenario, clock)
-    plan = plans([{"free": ("alpha-h100-000",)}])  # type: ignore[operator]
+    plan = plans([{"free": ("alpha-h100-000",)}])
     ex.apply(plan, 0)
     clock.t += 600
     assert ex.suspend("free").changed
@@ -67,16 +69,16 @@ def test_suspended_job_keeps_nodes_and_progress_and_is_resumed_in_place(scenario
     again = ex.observe().job("free")
     assert again is not None and (again.phase, again.restarts) == ("running", 0)
     clock.t += 1
-    assert ex.observe().job("free").phase == "finished"  # type: ignore[union-attr]
+    assert ex.observe().job("free").phase == "finished"
 
 
-def test_actions_are_logged_as_json_lines(scenario: Scenario, plans: object) -> None:
+def test_actions_are_logged_as_json_lines(scenario: Scenario, plans: Any) -> None:
     """Each action is one JSON object with time, slice, job, action, nodes and outcome."""
     clock = Clock()
     ex, out = _executor(scenario, clock)
     out.truncate(0)
     out.seek(0)
-    ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)
     (line,) = [entry for entry in _lines(out) if entry["changed"]]
     assert line == {
         "at": 1000.0, "executor": "dryrun", "slice": 0, "job": "free", "action": "start",
@@ -84,11 +86,11 @@ def test_actions_are_logged_as_json_lines(scenario: Scenario, plans: object) -> 
     }
 
 
-def test_applying_the_same_slice_twice_changes_nothing(scenario: Scenario, plans: object) -> None:
+def test_applying_the_same_slice_twice_changes_nothing(scenario: Scenario, plans: Any) -> None:
     """The second apply of a slice reports only no-ops and leaves the state as it was."""
     clock = Clock()
     ex, _ = _executor(scenario, clock)
-    plan = plans([{"free": ("alpha-h100-000",), "gang": ("alpha-h100-000", "alpha-h100-001")}])  # type: ignore[operator]
+    plan = plans([{"free": ("alpha-h100-000",), "gang": ("alpha-h100-000", "alpha-h100-001")}])
     first = ex.apply(plan, 0)
     assert {r.job for r in first.changed} == {"free", "gang"}
     before = ex.observe()
@@ -98,11 +100,11 @@ def test_applying_the_same_slice_twice_changes_nothing(scenario: Scenario, plans
     assert ex.observe().jobs == before.jobs
 
 
-def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: object) -> None:
+def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: Any) -> None:
     """A preempted resumable job is held with one restart and resumes from its progress."""
     clock = Clock()
     ex, _ = _executor(scenario, clock)
-    plan = plans([{"free": ("alpha-h100-000",)}, {}, {"free": ("alpha-h100-001",)}])  # type: ignore[operator]
+    plan = plans([{"free": ("alpha-h100-000",)}, {}, {"free": ("alpha-h100-001",)}])
     ex.apply(plan, 0)
     clock.t += 1800
     report = ex.apply(plan, 1)
@@ -113,20 +115,20 @@ def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: object) -
     resumed = ex.apply(plan, 2)
     assert [(r.job, r.action) for r in resumed.changed] == [("free", "resume")]
     clock.t += 1799  # 1800 + 1799 < 3600: still running
-    assert ex.observe().job("free").phase == "running"  # type: ignore[union-attr]
+    assert ex.observe().job("free").phase == "running"
     clock.t += 1
-    assert ex.observe().job("free").phase == "finished"  # type: ignore[union-attr]
+    assert ex.observe().job("free").phase == "finished"
 
 
-def test_drained_node_is_refused(scenario: Scenario, plans: object) -> None:
+def test_drained_node_is_refused(scenario: Scenario, plans: Any) -> None:
     """After drain(), a start on that node fails and the job stays held."""
     ex, _ = _executor(scenario, Clock())
     assert ex.drain("beta-b200-000", "psu").changed
-    report = ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0)  # type: ignore[operator]
+    report = ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0)
     assert [r.detail for r in report.failed] == ["node beta-b200-000 is drained (psu)"]
-    assert ex.observe().job("b200").phase == "held"  # type: ignore[union-attr]
+    assert ex.observe().job("b200").phase == "held"
     assert ex.undrain("beta-b200-000").changed
-    assert ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0).ok  # type: ignore[operator]
+    assert ex.apply(plans([{"b200": ("beta-b200-000",)}]), 0).ok
 
 
 def test_submit_twice_is_a_noop(scenario: Scenario) -> None:
@@ -137,9 +139,9 @@ def test_submit_twice_is_a_noop(scenario: Scenario) -> None:
     assert len(ex.observe().jobs) == len(scenario.jobs)
 
 
-def test_log_file_is_appended(scenario: Scenario, tmp_path: object, plans: object) -> None:
+def test_log_file_is_appended(scenario: Scenario, tmp_path: Path, plans: Any) -> None:
     """With a path, lines are appended to the file and survive a new executor."""
-    path = tmp_path / "actions.jsonl"  # type: ignore[operator]
+    path = tmp_path / "actions.jsonl"
     for _ in range(2):
         ex = DryRunExecutor(scenario, path, clock=Clock())
         ex.submit(scenario.jobs[0])

@@ -41,8 +41,8 @@ class _Plugin:
 def plugin_module() -> Iterator[str]:
     """A module ``fake_gpuplan_plugin`` importable by entry points, removed afterwards."""
     module = types.ModuleType("fake_gpuplan_plugin")
-    module.Plugin = _Plugin  # type: ignore[attr-defined]
-    module.not_an_executor = lambda scenario, options: object()  # type: ignore[attr-defined]
+    module.Plugin = _Plugin
+    module.not_an_executor = lambda scenario, options: object()
     sys.modules[module.__name__] = module
     yield module.__name__
     del sys.modules[module.__name__]
@@ -59,7 +59,7 @@ def _entry_points(*pairs: tuple[str, str]) -> object:
 
 def test_builtins_are_registered(scenario: Scenario) -> None:
     """The default registry offers dryrun and slurm, and dryrun builds a DryRunExecutor."""
-    registry = default_registry(entry_points=_entry_points())  # type: ignore[arg-type]
+    registry = default_registry(entry_points=_entry_points())
     assert registry.names() == ("dryrun", "slurm")
     assert registry.origin("slurm") == "built-in"
     assert isinstance(registry.create("dryrun", scenario, {"log": "/dev/null"}), DryRunExecutor)
@@ -68,7 +68,7 @@ def test_builtins_are_registered(scenario: Scenario) -> None:
 def test_entry_point_plugin_is_loaded_and_built(plugin_module: str, scenario: Scenario) -> None:
     """An executor declared in the gpuplan.executors group is registered and built with options."""
     registry = default_registry(
-        entry_points=_entry_points(("fake", f"{plugin_module}:Plugin"))  # type: ignore[arg-type]
+        entry_points=_entry_points(("fake", f"{plugin_module}:Plugin"))
     )
     assert "fake" in registry.names()
     executor = registry.create("fake", scenario, {"zone": "a"})
@@ -89,7 +89,7 @@ def test_plugin_from_an_installed_distribution(plugin_module: str, scenario: Sce
 def test_plugin_cannot_shadow_a_builtin(plugin_module: str) -> None:
     """An entry point named like a built-in is skipped and reported, the built-in stays."""
     registry = default_registry(
-        entry_points=_entry_points(("slurm", f"{plugin_module}:Plugin"))  # type: ignore[arg-type]
+        entry_points=_entry_points(("slurm", f"{plugin_module}:Plugin"))
     )
     assert registry.origin("slurm") == "built-in"
     assert len(registry.problems) == 1 and "skipped" in registry.problems[0]
@@ -97,7 +97,7 @@ def test_plugin_cannot_shadow_a_builtin(plugin_module: str) -> None:
 
 def test_unknown_executor_names_the_known_ones() -> None:
     """Asking for an unregistered name raises ExecutorError listing the registered names."""
-    registry = default_registry(entry_points=_entry_points())  # type: ignore[arg-type]
+    registry = default_registry(entry_points=_entry_points())
     with pytest.raises(ExecutorError, match=r"unknown executor 'k8s' \(known: dryrun, slurm\)"):
         registry.factory("k8s")
 
@@ -105,7 +105,7 @@ def test_unknown_executor_names_the_known_ones() -> None:
 def test_broken_plugin_fails_only_when_used(scenario: Scenario) -> None:
     """A plugin whose module cannot be imported fails with a message naming it, on use."""
     registry = default_registry(
-        entry_points=_entry_points(("broken", "no_such_module_xyz:create"))  # type: ignore[arg-type]
+        entry_points=_entry_points(("broken", "no_such_module_xyz:create"))
     )
     assert "broken" in registry.names()
     registry.create("dryrun", scenario, {"log": "/dev/null"})

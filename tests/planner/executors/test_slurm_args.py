@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -164,7 +165,7 @@ def test_non_json_output_is_a_clear_error(scenario: Scenario) -> None:
         ex.observe()
 
 
-def test_failed_command_is_reported_not_raised(scenario: Scenario, plans: object) -> None:
+def test_failed_command_is_reported_not_raised(scenario: Scenario, plans: Any) -> None:
     """A scontrol that fails marks that action failed with Slurm's message; apply goes on."""
     jobs = [{"job_id": 5, "name": "free", "partition": "gpuplan", "job_state": "PENDING",
              "priority": 0, "tres_per_node": "gres:gpu:4"},
@@ -178,7 +179,7 @@ def test_failed_command_is_reported_not_raised(scenario: Scenario, plans: object
         return fake(args)
 
     report = SlurmExecutor(scenario, runner=runner).apply(
-        plans([{"free": ("alpha-h100-000",), "b200": ("beta-b200-000",)}]), 0)  # type: ignore[operator]
+        plans([{"free": ("alpha-h100-000",), "b200": ("beta-b200-000",)}]), 0)
     assert [(r.job, r.ok) for r in report.results] == [("free", False), ("b200", True)]
     assert report.failed[0].detail.endswith("Invalid node name specified")
 
@@ -227,7 +228,7 @@ def test_missing_slurm_conf_is_reported_at_once(scenario: Scenario, monkeypatch:
         create(scenario, {})
 
 
-def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, plans: object) -> None:
+def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, plans: Any) -> None:
     """A job requeued half a second ago is started only once two seconds have passed
     since the requeue (slurmd would refuse a launch within the second of the kill)."""
     jobs = [{"job_id": 5, "name": "free", "partition": "gpuplan", "job_state": "PENDING",
@@ -235,9 +236,9 @@ def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, p
     fake = FakeSlurm(jobs, NODES_0038)
     waits: list[float] = []
     ex = SlurmExecutor(scenario, runner=fake, clock=lambda: 1000.5, sleep=waits.append)
-    report = ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    report = ex.apply(plans([{"free": ("alpha-h100-000",)}]), 0)
     assert report.ok and waits == [1.5]
     assert ex.observe().jobs[0].requeued_at == 1000.0
     fresh = SlurmExecutor(scenario, runner=fake, clock=lambda: 1003.0, sleep=waits.append)
-    fresh.apply(plans([{"free": ("alpha-h100-000",)}]), 0)  # type: ignore[operator]
+    fresh.apply(plans([{"free": ("alpha-h100-000",)}]), 0)
     assert waits == [1.5]
