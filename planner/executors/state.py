@@ -99,6 +99,13 @@ class ClusterState(Frozen):
         live = [j for j in found if j.phase != "finished"]
         return (live or found)[-1] if found else None
 
+    def by_native_id(self, native_id: str) -> ObservedJob | None:
+        """The job the cluster knows as ``native_id`` (e.g. a Slurm job id)."""
+        for j in self.jobs:
+            if j.native_id == native_id:
+                return j
+        return None
+
     def node(self, name: str) -> ObservedNode | None:
         """The node named ``name`` (planner name), if the cluster reported it."""
         for n in self.nodes:

@@ -107,6 +107,9 @@ def test_observe_reads_openapi_0038(scenario: Scenario) -> None:
         "gang", "running", ("alpha-h100-000", "alpha-h100-001"), 16, 1000.0, 1)
     assert gang.min_runtime == 60.0 and gang.project == "nlp"
     assert (theirs.managed, theirs.gpus, theirs.min_runtime) == (False, 2, None)
+    # Both ways: planner name -> Slurm id and back.
+    assert state.job("gang").native_id == "6" and state.by_native_id("6").job == "gang"
+    assert state.by_native_id("404") is None
     assert state.at == 2000.0
 
 
