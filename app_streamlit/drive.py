@@ -104,9 +104,13 @@ def edit_share(page: Page, unit: str, share: float) -> None:
         for _ in range(2):
             page.keyboard.press("ArrowRight")
         page.wait_for_timeout(200)
-        # Typing on a selected cell opens its editor; give it time to open before Enter.
+        # Enter opens the cell's editor with its value; replace that value, then commit.
+        # (Typing straight onto the cell keeps only the keys after the first one.)
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(400)
+        page.keyboard.press("ControlOrMeta+A")
         page.keyboard.type(f"{share:g}")
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(300)
         page.keyboard.press("Enter")
         try:
             done.wait_for(timeout=10_000)

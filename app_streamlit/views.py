@@ -276,7 +276,9 @@ def whatif_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) ->
     )
     st.caption(
         f"Simulates the first {days:g} days of the workload ({len(s.jobs):,} jobs in all). "
-        "Results are kept: running the same budgets again is instant."
+        "The planner (mip) solves an optimization every epoch: on a large scenario expect "
+        "minutes per simulated day, where fairshare and legacy take seconds. Results are "
+        "kept: running the same settings again is instant."
     )
     request = whatif.Request(
         key=loaded.key, shares=state.shares_key(edits), policy=policy, baselines=tuple(baselines), days=days

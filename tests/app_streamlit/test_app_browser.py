@@ -24,8 +24,8 @@ def test_edit_a_share_run_the_whatif_and_see_both_result_sets(tmp_path: Path) ->
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             drive.open_app(page, url, "tiny")
-            drive.edit_share(page, "research/vision", 4)
-            assert page.get_by_text("Edited: research/vision share 1 → 4").is_visible()
+            drive.edit_share(page, "research/vision", 12)
+            assert page.get_by_text("Edited: research/vision share 1 → 12").is_visible()
             assert "Owed GPU-hours per project" in drive.visible_chart_titles(page)
 
             drive.run_whatif(page)
