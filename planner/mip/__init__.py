@@ -84,7 +84,7 @@ def plan_epoch(
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 6.0 * (time.perf_counter() - t0) + 0.3
+    reserve = 8.0 * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -221,11 +221,11 @@ def _lp_guided(
     note = f"; LP dives: {'; '.join(dives)}"
     message = "LP dive"
     left = deadline - time.perf_counter()
-    if (best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap) and left > 1.0:
+    if (best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap) and left > 1.5:
         relax = Relaxation(result.values, bound, result.seconds)
         sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        found = solver.solve(small, time_limit=left - 0.3, rel_gap=rel_gap / 2)
+        found = solver.solve(small, time_limit=left - 0.5, rel_gap=rel_gap / 2)
         note += f"; {small.num_vars} variables searched by {solver.name}"
         if found.values is not None:
             full[keep] = found.values
