@@ -84,21 +84,30 @@ class PulpBackend:
             return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no values")
         values = np.array([round(float(v)) for v in raw], dtype=np.int64)
         objective = float(model.value(values))
-        bound = _highs_bound(prob)
-        if bound is not None:
-            bound = max(bound, objective)
+        bound = _highs_bound(prob, objective, model.objective_offset)
         if sol == pulp.LpSolutionOptimal and (bound is None or bound <= objective + 1e-6):
             return SolveResult(SolveStatus.OPTIMAL, values, objective, objective, seconds, "optimal")
         return SolveResult(SolveStatus.FEASIBLE, values, objective, bound, seconds, "feasible")
 
 
-def _highs_bound(prob: Any) -> float | None:
-    """HiGHS's proven bound (PuLP keeps its model); CBC's is not exposed through PuLP."""
-    model = getattr(prob, "solverModel", None)
-    if model is None or not hasattr(model, "getInfo"):
+def _highs_bound(prob: Any, objective: float, offset: int) -> float | None:
+    """HiGHS's proven bound in the model's terms (CBC's is not exposed through PuLP).
+
+    PuLP hands HiGHS the objective without its constant, negated for a maximization;
+    HiGHS's own objective value tells which, and the bound is mapped the same way.
+    """
+    solver_model = getattr(prob, "solverModel", None)
+    if solver_model is None or not hasattr(solver_model, "getInfo"):
         return None
     try:
-        value = float(model.getInfo().mip_dual_bound)
-    except Exception:  # an older highspy without the field
+        info = solver_model.getInfo()
+        raw_bound = float(info.mip_dual_bound)
+        raw_obj = float(info.objective_function_value)
+    except Exception:  # an older highspy without the fields
         return None
-    return value if abs(value) < 1e300 else None
+    if abs(raw_bound) >= 1e300:
+        return None
+    for sign in (-1.0, 1.0):
+        if abs(sign * raw_obj + offset - objective) <= 1e-6 * max(1.0, abs(objective)):
+            return max(sign * raw_bound + offset, objective)
+    return None

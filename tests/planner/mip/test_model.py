@@ -50,3 +50,13 @@ def test_restrict_substitutes_fixed_variables() -> None:
     assert small.objective_offset == 5
     full[keep] = [2]
     assert m.value(full) == 11
+
+
+@pytest.mark.parametrize("name", [n for n, b in BACKENDS.items() if b.is_available()])
+def test_objective_and_bound_include_the_constant(name: str) -> None:
+    """Objective and bound are in the model's terms, constant included, bound >= objective."""
+    m = knapsack()
+    m.objective_offset = 100
+    result = BACKENDS[name].solve(m, time_limit=5.0, rel_gap=0.0)
+    assert result.objective == 111
+    assert result.bound == 111
