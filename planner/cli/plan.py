@@ -10,6 +10,7 @@ from planner.cli.errors import UsageError
 from planner.cli.table import format_table
 from planner.mip import plan_epoch
 from planner.mip.backends import BACKENDS
+from planner.mip.explain import clock
 from planner.snapshot import snapshot_at
 from scenarios import load_scenario
 
@@ -71,15 +72,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--json: cannot write {args.json}: {exc.strerror}") from None
         print(f"\nplan written to {args.json}")
     return 0
-
-
-def clock(t: float) -> str:
-    """Seconds from the scenario's start as ``1d02h15m`` (days only when needed)."""
-    total = int(round(t))
-    d, rest = divmod(total, 86400)
-    h, rest = divmod(rest, 3600)
-    m = rest // 60
-    return (f"{d}d" if d else "") + f"{h:02d}h{m:02d}m"
 
 
 def render_plan(plan: Plan) -> str:

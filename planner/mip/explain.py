@@ -204,11 +204,13 @@ def explain_job(plan: Plan, snapshot: Snapshot, job_id: str) -> str:
             f"placed: {a.cluster}/{a.gpu_type} on {', '.join(a.nodes)} from "
             f"{_clock(plan, first.start)} to {_clock(plan, last.end)} "
             f"({len(slices)} of {len(plan.slices)} slices), "
-            + ("charged to its budget" if a.charged else "unallocated (not charged)")
+            + _charging(sum(1 for _, x in slices if x.charged), len(slices))
         )
     for action in plan.actions:
         if action.job == job_id:
             lines.append(f"action: {action.action} at {_clock(plan, action.at)}")
+            if action.action == "preempt":
+                lines.append(f"why preempted: {_why_preempted(plan, snapshot, st, action.at)}")
     for p in plan.pending:
         if p.job == job_id:
             lines.append(f"pending: {p.reason.value}: {p.detail}")
@@ -219,6 +221,51 @@ def explain_job(plan: Plan, snapshot: Snapshot, job_id: str) -> str:
     return "\n".join(lines)
 
 
+def _charging(charged: int, slices: int) -> str:
+    if charged == slices:
+        return "charged to its budget"
+    if charged == 0:
+        return "unallocated (not charged: no budget headroom left, or free work)"
+    return f"charged in {charged} of its {slices} slices, then unallocated (headroom used up)"
+
+
+def _why_preempted(plan: Plan, snapshot: Snapshot, st: JobState, at: float) -> str:
+    """Why a running job stops at ``at``: maintenance, or who takes its GPUs."""
+    nodes = {n.node.name: n for n in snapshot.nodes}
+    drained = [n for n in st.nodes if n in nodes and nodes[n].drained_at(at)]
+    if drained:
+        return (
+            f"node {', '.join(drained)} is drained for maintenance from "
+            f"{_clock(plan, nodes[drained[0]].drain_start or at)} and its contract allows it "
+            f"to move off"
+        )
+    after = plan.slice_at(at)
+    takers = sorted(
+        {
+            (a.project, a.job)
+            for a in (after.assignments if after is not None else ())
+            if set(a.nodes) & set(st.nodes)
+        }
+    )
+    contract = (
+        "it runs unallocated (not charged), which funded work may preempt"
+        if not st.charged
+        else f"its minimum runtime ended at {_clock(plan, st.contract_end)}"
+    )
+    if takers:
+        shown = ", ".join(f"{j} ({p})" for p, j in takers[:4]) + (" ..." if len(takers) > 4 else "")
+        return f"{contract}; its nodes go to {shown}, ranked ahead by fair share"
+    return f"{contract}; the plan values other work on its pool more"
+
+
+def clock(t: float) -> str:
+    """Seconds from the scenario's start as ``1d02h15m`` (days only when needed)."""
+    total = int(round(t))
+    d, rest = divmod(total, 86400)
+    h, rest = divmod(rest, 3600)
+    m = rest // 60
+    return (f"{d}d" if d else "") + f"{h:02d}h{m:02d}m"
+
+
 def _clock(plan: Plan, t: float) -> str:
-    h, rest = divmod(int(round(t)), 3600)
-    return f"{h}h{rest // 60:02d}m"
+    return clock(t)

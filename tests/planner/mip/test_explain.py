@@ -80,3 +80,20 @@ def test_explain_placed_and_pending() -> None:
     assert "placed: c/H100 on c-h100-000" in placed
     waiting = explain_job(plan, snapshot, "a1")
     assert "pending: priority" in waiting
+
+
+def test_explain_says_why_a_job_is_preempted() -> None:
+    """A preempted job's explanation names its ended contract and who takes its node."""
+    snapshot = (
+        SnapBuilder()
+        .pool()
+        .project("a", ratio=0.0)
+        .project("b", ratio=3.0)
+        .running("r1", ("c-h100-000",), "b", ran=7200.0, resumable=True)
+        .queued("a1", "a")
+        .build()
+    )
+    text = explain_job(plan_epoch(snapshot), snapshot, "r1")
+    assert "action: preempt at 00h00m" in text
+    assert "why preempted: its minimum runtime ended at" in text
+    assert "a1 (a)" in text
