@@ -34,7 +34,7 @@ class Policy(Protocol):
     (submission or requeue after preemption), :meth:`on_wake` for the wake-ups the
     policy asked for with :meth:`Engine.wake_at`, :meth:`on_contract_end` when a running
     job's minimum runtime passes, and :meth:`schedule` once after all events of an
-    instant. ``dirty`` tells the pass whether GPUs were freed or victims appeared since
+    instant; :meth:`on_finish` after a job completes. ``dirty`` tells the pass whether GPUs were freed or victims appeared since
     the last pass (a submission alone only needs the new jobs tried).
     """
 
@@ -49,6 +49,8 @@ class Policy(Protocol):
     def on_contract_end(self, run: JobRun, now: float) -> None: ...
 
     def on_drain(self, node: str, now: float) -> None: ...
+
+    def on_finish(self, run: JobRun) -> None: ...
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None: ...
 
@@ -330,6 +332,7 @@ class Engine:
         run.status = "done"
         run.end = self.now
         self.demand_h100[run.job.project] -= run.h100_demand
+        self.policy.on_finish(run)
 
     # -- the loop ----------------------------------------------------------------------
 

@@ -83,6 +83,9 @@ class FairSharePolicy:
             if run.status == "running" and e.past_contract(run):
                 e.preempt(run, "maintenance")
 
+    def on_finish(self, run: JobRun) -> None:
+        pass
+
     def extra_summary(self) -> dict[str, Any]:
         return {}
 

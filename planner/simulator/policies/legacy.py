@@ -69,9 +69,6 @@ class LegacyPolicy:
             self.protected_used[p] = 0
 
     def enqueue(self, run: JobRun) -> None:
-        if run.protected:
-            self.protected_used[run.job.project] -= run.job.gpus
-            run.protected = False
         self.queue.push(0, run)
         self.by_team.push(run.job.project, run)
 
@@ -88,8 +85,19 @@ class LegacyPolicy:
             if run.status == "running" and not run.protected:
                 self._preempt(run, "maintenance")
 
+    def on_finish(self, run: JobRun) -> None:
+        self._release(run)
+
+    def _release(self, run: JobRun) -> None:
+        """Give back the team's protected GPUs (or the preemptible count) of ``run``."""
+        if run.protected:
+            self.protected_used[run.job.project] -= run.job.gpus
+            run.protected = False
+        else:
+            self.unprotected_gpus -= run.job.gpus
+
     def _preempt(self, run: JobRun, reason: str) -> None:
-        self.unprotected_gpus -= run.job.gpus
+        self._release(run)
         self.engine.preempt(run, reason)
 
     def extra_summary(self) -> dict[str, Any]:

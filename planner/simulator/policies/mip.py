@@ -120,6 +120,9 @@ class MipPolicy:
             return False
         return run.job.resumable or not for_plan
 
+    def on_finish(self, run: JobRun) -> None:
+        pass
+
     def extra_summary(self) -> dict[str, Any]:
         s = np.array(self.plan_seconds)
         return {

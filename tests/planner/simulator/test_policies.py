@@ -108,3 +108,17 @@ def test_mip_replans_at_every_slice_when_asked():
     r = simulate(s, "mip", days=2 / 24, time_limit=2.0, replan_slices=True)
     assert r.extra["plans"] == 2 * s.policy.slices
     assert check_result(s, r) == []
+
+
+def test_legacy_gives_protected_gpus_back_when_a_job_ends(scenario):
+    """A team at its 8-GPU protection limit gets the GPUs back when its job finishes: the
+    next job starts protected again."""
+    s = scenario([
+        {"id": "A", "project": "a", "gpus": 8, "duration": H, "min_runtime": H},
+        {"id": "B", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
+         "submit": 2 * H},
+    ])
+    r = simulate(s, "legacy", days=4 / 24)
+    ev = r.events
+    starts = ev[ev["event"] == "start"].set_index("job")["detail"]
+    assert starts.to_dict() == {"A": "protected", "B": "protected"}
