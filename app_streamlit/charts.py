@@ -296,7 +296,8 @@ def plan_gantt(
         )
     for x in boundaries:
         fig.add_vline(x=x, line_dash="dot", line_color="#888", line_width=1)
-    fig.update_layout(barmode="overlay", bargap=0.15, legend_title_text="Project")
+    # Many projects: the legend goes to the right, one per line, clear of the title.
+    fig.update_layout(barmode="overlay", bargap=0.15)
     fig.update_xaxes(
         title_text="Time since the scenario's start (hours)",
         range=[min(boundaries), max(boundaries)] if boundaries else None,
@@ -308,4 +309,9 @@ def plan_gantt(
         type="category",
         automargin=True,
     )
-    return _layout(fig, title, height=max(320, 160 + ROW_PX * len(nodes)))
+    fig = _layout(fig, title, height=max(320, 160 + ROW_PX * len(nodes)))
+    fig.update_layout(
+        legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1.0, "yanchor": "top",
+                "title": {"text": "Project"}}
+    )
+    return fig

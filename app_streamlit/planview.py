@@ -117,10 +117,20 @@ def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
                 "Job": p.job,
                 "Project": job.project if job else "",
                 "GPUs": job.gpus if job else None,
-                "Waiting because": words + (f" ({p.detail})" if p.detail else ""),
+                "Waiting because": words,
+                "Detail": p.detail,
             }
         )
-    return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because"])
+    return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because", "Detail"])
+
+
+def reasons_frame(pending: pd.DataFrame) -> pd.DataFrame:
+    """How many jobs wait for each reason (most frequent first), with their GPUs."""
+    if not len(pending):
+        return pd.DataFrame(columns=["Waiting because", "Jobs", "GPUs asked"])
+    grouped = pending.groupby("Waiting because").agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
+    grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).sort_values("Jobs", ascending=False)
+    return grouped.reset_index()
 
 
 def drained_frame(plan: Plan) -> pd.DataFrame:

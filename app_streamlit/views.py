@@ -25,6 +25,11 @@ UPLOAD = "Upload a scenario file"
 ROW_PX = 35  # Streamlit's table row height
 
 
+def _full_height(table: pd.DataFrame, most: int = 60) -> int:
+    """Pixel height showing up to ``most`` rows of ``table`` without inner scrolling."""
+    return ROW_PX * (min(len(table), most) + 1) + 3
+
+
 def _available(module: str) -> bool:
     """Whether a planner module is installed (without importing its heavy dependencies)."""
     try:
@@ -166,7 +171,7 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
         table,
         key=f"shares::{loaded.key}",
         hide_index=True,
-        height=ROW_PX * (len(table) + 1) + 3,  # every unit visible, no inner scrolling
+        height=_full_height(table, most=200),  # every unit visible, no inner scrolling
         disabled=[c for c in table.columns if c != state.COL_SHARE],
         column_config={
             state.COL_UNIT: st.column_config.TextColumn(state.COL_UNIT, width="medium"),
@@ -332,10 +337,17 @@ def _show_results(results: list[Any]) -> None:
     summary = whatif.summary_frame(results)
     projects = whatif.projects_frame(results)
     st.subheader("Verdict per project (edited vs current budgets)")
-    st.dataframe(whatif.verdicts(results[0], results[1]), hide_index=True, key="verdicts")
+    verdicts = whatif.verdicts(results[0], results[1])
+    st.dataframe(
+        verdicts,
+        hide_index=True,
+        key="verdicts",
+        height=_full_height(verdicts),
+        column_config={"Verdict (edited vs current budgets)": st.column_config.TextColumn(width="large")},
+    )
     st.subheader("Side by side")
     table = whatif.summary_table(summary)
-    st.dataframe(table, hide_index=True, key="summary_table", height=ROW_PX * (len(table) + 1) + 3)
+    st.dataframe(table, hide_index=True, key="summary_table", height=_full_height(table))
     st.plotly_chart(charts.delivered_vs_owed(projects, variants), key="chart_delivered")
     st.markdown("**How long jobs waited to start**, per job class")
     jobs = whatif.jobs_frame(results)
@@ -452,7 +464,18 @@ def _show_plan(s: Scenario, plan: Plan, hours: float) -> None:
         st.markdown("**Nodes drained for maintenance**, and when their last job leaves them")
         st.dataframe(planview.drained_frame(plan), hide_index=True, key="drained_table")
     st.subheader(f"Waiting jobs ({len(plan.pending)})")
-    st.dataframe(planview.pending_frame(plan, s), hide_index=True, key="pending_table")
+    pending = planview.pending_frame(plan, s)
+    if len(pending):
+        st.dataframe(planview.reasons_frame(pending), hide_index=True, key="reasons_table")
+    st.dataframe(
+        pending,
+        hide_index=True,
+        key="pending_table",
+        column_config={
+            "Waiting because": st.column_config.TextColumn(width="large"),
+            "Detail": st.column_config.TextColumn(width="large"),
+        },
+    )
     if plan.projects:
         st.subheader("GPU-hours per project in this epoch")
         st.dataframe(planview.projects_frame(plan), hide_index=True, key="plan_projects")

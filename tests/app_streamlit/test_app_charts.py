@@ -66,4 +66,6 @@ def test_merged_runs_join_a_jobs_slices(tiny: state.LoadedScenario) -> None:
     for _, bar in merged.iterrows():
         assert bar["start_h"] >= plan.epoch_start / 3600 and bar["end_h"] <= plan.epoch_end / 3600
     pending = planview.pending_frame(plan, tiny.scenario)
-    assert list(pending.columns) == ["Job", "Project", "GPUs", "Waiting because"]
+    assert list(pending.columns) == ["Job", "Project", "GPUs", "Waiting because", "Detail"]
+    reasons = planview.reasons_frame(pending)
+    assert reasons["Jobs"].sum() == len(plan.pending)

@@ -41,7 +41,7 @@ TABLES = {
     "owed_table": "Owed edited (H100-eq GPU-h)",
     "verdicts": "Verdict (edited vs current budgets)",
     "summary_table": "Metric",
-    "pending": "Waiting because",
+    "pending": "Detail",
 }
 
 
