@@ -64,3 +64,19 @@ def test_bad_input_exits_2_with_one_message(
     err = capsys.readouterr().err
     assert needle in err
     assert "Traceback" not in err and err.strip().count("\n") == 0
+
+
+def test_job_without_duration_exits_2_naming_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload the simulator cannot replay (no duration) is one clear error, exit 2."""
+    f = tmp_path / "live.yaml"
+    f.write_text(
+        "name: live\nclusters: [{name: c, node_groups: [{gpu_type: H100, nodes: 1}]}]\n"
+        "org: [{name: a, share: 1}]\n"
+        "workloads: {jobs: [{id: x, project: a, gpus: 1}]}\n"
+    )
+    assert main(["simulate", str(f), "--policy", "fairshare"]) == 2
+    err = capsys.readouterr().err
+    assert "(id 'x').duration" in err and str(f) in err
+    assert "Traceback" not in err
