@@ -228,10 +228,14 @@ def _lp_guided(
         found = solver.solve(small, time_limit=left - 0.5, rel_gap=rel_gap / 2)
         note += f"; {small.num_vars} variables searched by {solver.name}"
         if found.values is not None:
+            # Compare placed plans: placement can lose some of what the model gained.
             full[keep] = found.values
-            obj = float(form.model.value(full))
-            if best_obj is None or obj > best_obj:
-                best, best_obj, message, placed = full, obj, found.message, None
+            ends, starts = invert(form, full)
+            trial = place_runs(epoch, ends, starts, previous, fill=True)
+            values = values_of_runs(form, trial[0])
+            obj = float(form.model.value(values)) if values is not None else None
+            if obj is not None and (best_obj is None or obj > best_obj):
+                best, best_obj, message, placed = values, obj, found.message, trial
     if best is None or best_obj is None:
         seconds = time.perf_counter() - t_start
         return (
