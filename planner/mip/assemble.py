@@ -170,13 +170,24 @@ def place_runs(
         """Whether the gang needs a node to itself."""
         return 2 * s.state.job.gpus > epoch.pools[s.pool].gpus_per_node
 
-    # Two orders, and the one that places more work wins. Slice by slice (inside a
+    # Three orders, and the one that places more work wins. Slice by slice (inside a
     # slice, larger gangs first) keeps early small starts from being blocked by later
     # big ones; gangs that need nodes to themselves first, in slice order, keeps the
     # whole nodes the MIP counted on whole.
     orders = [
         sorted(starts, key=lambda s: (s.slice, -s.state.job.gpus, s.state.job.id)),
         sorted(starts, key=lambda s: (not big(s), s.slice, -s.state.job.gpus, s.state.job.id)),
+        # Big gangs in slice order, then small ones largest first whatever their slice
+        # (first-fit decreasing: the 1-GPU jobs fill the last holes).
+        sorted(
+            starts,
+            key=lambda s: (
+                not big(s),
+                s.slice if big(s) else -s.state.job.gpus,
+                s.slice,
+                s.state.job.id,
+            ),
+        ),
     ]
     best: tuple[int, Board, list[Run], set[str]] | None = None
     for order in orders:
