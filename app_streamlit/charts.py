@@ -76,8 +76,8 @@ def owed_bars(table: pd.DataFrame) -> go.Figure:
     projects = list(table["Project"])[::-1]  # first project at the top
     fig = go.Figure()
     for column, name, colour in (
-        ("Owed now (H100-eq GPU-h)", "current budgets", VARIANT_COLOURS[0]),
-        ("Owed edited (H100-eq GPU-h)", "edited budgets", VARIANT_COLOURS[1]),
+        ("Owed now (GPU-h)", "current budgets", VARIANT_COLOURS[0]),
+        ("Owed edited (GPU-h)", "edited budgets", VARIANT_COLOURS[1]),
     ):
         fig.add_bar(
             y=projects,
@@ -307,6 +307,7 @@ def plan_gantt(
         categoryorder="array",
         categoryarray=rows_in_order[::-1],
         type="category",
+        range=[-0.5, len(rows_in_order) - 0.5],  # no padding rows above or below
         automargin=True,
     )
     fig = _layout(fig, title, height=max(320, 160 + ROW_PX * len(nodes)))

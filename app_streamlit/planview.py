@@ -83,26 +83,43 @@ def slices_frame(plan: Plan) -> pd.DataFrame:
 
 
 def merged_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Join a job's back-to-back slices on the same node and lane into one bar.
+    """Join a job's back-to-back slices on a node into one bar, and give bars stable lanes.
 
     A job that keeps its nodes for the whole epoch then reads as one bar with its name,
-    rather than as one short bar per slice.
+    rather than as one short bar per slice. Jobs sharing a node get lanes by interval
+    colouring (each bar takes the lowest lane free at its start), so a job keeps one lane
+    and ``lanes`` is the most jobs the node holds at once, not how many pass through it.
     """
     if not len(frame):
         return frame
-    keys = ["pool", "node", "job", "project", "gpus", "charged", "lane", "lanes"]
+    keys = ["pool", "node", "job", "project", "gpus", "charged"]
     ordered = frame.sort_values([*keys, "start_h"])
-    out: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     for record in ordered.to_dict("records"):
         row = {str(k): v for k, v in record.items()}
-        last = out[-1] if out else None
+        last = runs[-1] if runs else None
         if last is not None and all(last[k] == row[k] for k in keys) and abs(
             float(last["end_h"]) - float(row["start_h"])
         ) < 1e-9:
             last["end_h"] = row["end_h"]
         else:
-            out.append(row)
-    return pd.DataFrame(out, columns=frame.columns)
+            runs.append(row)
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_node.setdefault(str(run["node"]), []).append(run)
+    for node_runs in by_node.values():
+        node_runs.sort(key=lambda r: (float(r["start_h"]), str(r["job"])))
+        lane_ends: list[float] = []
+        for run in node_runs:
+            free = [i for i, end in enumerate(lane_ends) if end <= float(run["start_h"]) + 1e-9]
+            lane = free[0] if free else len(lane_ends)
+            if lane == len(lane_ends):
+                lane_ends.append(0.0)
+            lane_ends[lane] = float(run["end_h"])
+            run["lane"] = lane
+        for run in node_runs:
+            run["lanes"] = len(lane_ends)
+    return pd.DataFrame(runs, columns=frame.columns)
 
 
 def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:

@@ -239,10 +239,10 @@ def owed_comparison(current: Scenario, edited: Scenario, days: float) -> pd.Data
         rows.append(
             {
                 "Project": project,
-                "Effective share now (%)": round(100 * eff_now[project], 2),
-                "Effective share edited (%)": round(100 * eff_new[project], 2),
-                "Owed now (H100-eq GPU-h)": round(before, 1),
-                "Owed edited (H100-eq GPU-h)": round(after, 1),
+                "Share of cluster now (%)": round(100 * eff_now[project], 2),
+                "Share of cluster edited (%)": round(100 * eff_new[project], 2),
+                "Owed now (GPU-h)": round(before, 1),
+                "Owed edited (GPU-h)": round(after, 1),
                 "Change (GPU-h)": round(after - before, 1),
                 "Change (%)": round(100 * (after - before) / before, 1) if before > 0 else None,
             }

@@ -197,7 +197,7 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             "Edited: " + "; ".join(f"{p} share {current[p]:g} → {v:g}" for p, v in sorted(edits.items()))
         )
 
-    st.subheader(f"Owed GPU-hours per project over the first {days:g} days")
+    st.subheader(f"Owed GPU-hours (H100-eq) per project over the first {days:g} days")
     st.markdown(
         "A project is **owed** its effective share of the cluster, capped by its own demand, "
         "plus what idle projects leave over (hour by hour). These figures come from the "
@@ -211,7 +211,7 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
         except Exception as exc:  # shown as a sentence: the page never shows a traceback
             st.error(f"Owed GPU-hours could not be computed: {type(exc).__name__}: {exc}")
         else:
-            st.dataframe(owed, hide_index=True, key="owed_table")
+            st.dataframe(owed, hide_index=True, key="owed_table", height=_full_height(owed))
             left, right = st.columns([3, 2])
             left.plotly_chart(charts.owed_bars(owed), key="owed_bars")
             right.plotly_chart(charts.org_sunburst(edited), key="org_sunburst")

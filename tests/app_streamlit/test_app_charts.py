@@ -69,3 +69,24 @@ def test_merged_runs_join_a_jobs_slices(tiny: state.LoadedScenario) -> None:
     assert list(pending.columns) == ["Job", "Project", "GPUs", "Waiting because", "Detail"]
     reasons = planview.reasons_frame(pending)
     assert reasons["Jobs"].sum() == len(plan.pending)
+
+
+def test_lanes_let_jobs_share_a_node_without_overlapping() -> None:
+    """Jobs on one node at the same time get different lanes; a later job reuses a free lane."""
+    frame = pd.DataFrame(
+        [
+            {"pool": "p", "node": "n", "start_h": 0.0, "end_h": 0.5, "job": "a", "project": "x",
+             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
+            {"pool": "p", "node": "n", "start_h": 0.5, "end_h": 1.0, "job": "a", "project": "x",
+             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
+            {"pool": "p", "node": "n", "start_h": 0.0, "end_h": 0.25, "job": "b", "project": "x",
+             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
+            {"pool": "p", "node": "n", "start_h": 0.25, "end_h": 1.0, "job": "c", "project": "y",
+             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
+        ]
+    )
+    bars = planview.merged_runs(frame).set_index("job")
+    assert bars.loc["a", "end_h"] == 1.0  # two slices, one bar
+    assert bars.loc["a", "lane"] != bars.loc["b", "lane"]
+    assert bars.loc["c", "lane"] == bars.loc["b", "lane"]  # b is done when c starts
+    assert set(bars["lanes"]) == {2}

@@ -57,10 +57,10 @@ def test_raising_a_share_raises_that_projects_owed_hours(tiny: state.LoadedScena
     edited = state.with_edited_shares(tiny.scenario, {"research/vision": 4.0})
     table = state.owed_comparison(tiny.scenario, edited, days).set_index("Project")
     vision = table.loc["research/vision"]
-    assert vision["Owed edited (H100-eq GPU-h)"] > vision["Owed now (H100-eq GPU-h)"]
+    assert vision["Owed edited (GPU-h)"] > vision["Owed now (GPU-h)"]
     assert vision["Change (GPU-h)"] > 0
     assert table.loc["research/nlp", "Change (GPU-h)"] < 0
-    assert vision["Effective share edited (%)"] == pytest.approx(50.0)
+    assert vision["Share of cluster edited (%)"] == pytest.approx(50.0)
 
 
 def test_owed_hours_never_exceed_capacity_hours(tiny: state.LoadedScenario) -> None:

@@ -38,7 +38,7 @@ def _edit(at: AppTest, name: str, row: int, share: float) -> None:
 # Read-only tables carry no key in AppTest; each is found by a column only it has.
 TABLES = {
     "pools_table": "Capacity (H100-eq GPUs)",
-    "owed_table": "Owed edited (H100-eq GPU-h)",
+    "owed_table": "Owed edited (GPU-h)",
     "verdicts": "Verdict (edited vs current budgets)",
     "summary_table": "Metric",
     "pending": "Detail",
@@ -79,8 +79,8 @@ def test_editing_a_share_changes_the_owed_figures() -> None:
     assert not at.exception and not at.error
     after = _table(at, "owed_table").set_index("Project")
     vision = after.loc["research/vision"]
-    assert vision["Owed edited (H100-eq GPU-h)"] > before.loc["research/vision", "Owed now (H100-eq GPU-h)"]
-    assert vision["Effective share edited (%)"] == pytest.approx(50.0)
+    assert vision["Owed edited (GPU-h)"] > before.loc["research/vision", "Owed now (GPU-h)"]
+    assert vision["Share of cluster edited (%)"] == pytest.approx(50.0)
     assert after.loc["research/nlp", "Change (GPU-h)"] < 0
     assert any("research/vision share 1 → 4" in s.value for s in at.success)
 
