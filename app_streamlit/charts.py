@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from models import Scenario, effective_shares, walk
 
@@ -242,12 +243,19 @@ def preemption_bars(summary: pd.DataFrame, variants: Sequence[str]) -> go.Figure
     return _layout(fig, "Preemptions", height=340)
 
 
+def project_colours(projects: Sequence[str]) -> dict[str, str]:
+    """A distinct colour per project (74 before any repeats), in the given order."""
+    palette = [*qualitative.Dark24, *qualitative.Light24, *qualitative.Alphabet]
+    return {p: palette[i % len(palette)] for i, p in enumerate(projects)}
+
+
 def plan_gantt(
     slices: pd.DataFrame,
     nodes: Sequence[str],
     title: str,
     boundaries: Sequence[float] = (),
     drained: Sequence[str] = (),
+    projects: Sequence[str] = (),
 ) -> go.Figure:
     """A Gantt chart of one epoch: a row per node, a bar per job run on that node.
 
@@ -256,13 +264,11 @@ def plan_gantt(
     sharing a node sit in thin lanes of its row instead of hiding each other).
     ``nodes`` lists the rows: every node of the pool, idle ones included, so free
     capacity shows as gaps; ``drained`` nodes are labelled as such. ``boundaries`` are
-    the slice boundaries (hours), drawn as dotted lines.
+    the slice boundaries (hours), drawn as dotted lines. ``projects`` (all of the
+    scenario's, in order) fixes each project's colour, the same in every pool.
     """
     fig = go.Figure()
-    palette = (
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-        "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
-    )
+    colours = project_colours(list(projects) if projects else list(dict.fromkeys(slices["project"])))
     labels = {n: (f"{n} (drained)" if n in set(drained) else n) for n in nodes}
     rows_in_order = [labels[n] for n in nodes]
     # An invisible point per node keeps idle nodes as (empty) rows of the chart.
@@ -271,7 +277,7 @@ def plan_gantt(
         x=[start] * len(nodes), y=rows_in_order, mode="markers", marker={"opacity": 0},
         showlegend=False, hoverinfo="skip",
     )
-    for i, project in enumerate(dict.fromkeys(slices["project"]) if len(slices) else []):
+    for project in dict.fromkeys(slices["project"]) if len(slices) else []:
         rows = slices[slices["project"] == project]
         fig.add_bar(
             y=[labels.get(n, n) for n in rows["node"]],
@@ -282,7 +288,7 @@ def plan_gantt(
             offset=-0.4 + 0.8 * rows["lane"] / rows["lanes"],
             name=project,
             showlegend=True,
-            marker_color=palette[i % len(palette)],
+            marker_color=colours.get(project, "#888"),
             marker_line={"color": "white", "width": 1},
             text=rows["job"],
             textposition="inside",

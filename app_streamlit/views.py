@@ -454,7 +454,9 @@ def _show_plan(s: Scenario, plan: Plan, hours: float) -> None:
     bars = planview.merged_runs(frame[frame["pool"] == pool_name])
     boundaries = sorted({sl.start / state.HOUR for sl in plan.slices} | {plan.epoch_end / state.HOUR})
     drained = sorted(planview.drained_during(s, plan))
-    st.plotly_chart(charts.plan_gantt(bars, nodes, title, boundaries, drained), key="chart_gantt")
+    st.plotly_chart(
+        charts.plan_gantt(bars, nodes, title, boundaries, drained, s.projects), key="chart_gantt"
+    )
     st.caption(
         "One row per node of the pool; each bar is a job on that node, coloured by project. "
         "Jobs sharing a node sit in thinner lanes of its row; empty rows are idle or drained "

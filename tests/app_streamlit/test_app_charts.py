@@ -90,3 +90,11 @@ def test_lanes_let_jobs_share_a_node_without_overlapping() -> None:
     assert bars.loc["a", "lane"] != bars.loc["b", "lane"]
     assert bars.loc["c", "lane"] == bars.loc["b", "lane"]  # b is done when c starts
     assert set(bars["lanes"]) == {2}
+
+
+def test_each_project_of_ai2_like_has_its_own_colour() -> None:
+    """The Gantt's colours tell all 40 ai2-like projects apart, the same in every pool."""
+    projects = state.load_bundled("ai2-like").scenario.projects
+    colours = charts.project_colours(projects)
+    assert len(set(colours.values())) == len(projects)
+    assert charts.project_colours(projects[:3]) == {p: colours[p] for p in projects[:3]}
