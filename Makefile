@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/gpuplan validate ai2-like
 	$(BIN)/gpuplan scenario show ai2-like
+	$(BIN)/gpuplan plan ai2-like --at 12h --time-limit 5 --json demo-out/plan.json
+	$(BIN)/gpuplan simulate ai2-like --days 1 --time-limit 3 --out demo-out
 
 test: lint typecheck unit
 
@@ -34,4 +36,4 @@ bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache demo-out
