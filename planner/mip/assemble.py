@@ -24,7 +24,7 @@ from models import (
     SolverInfo,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
-from planner.mip.objective import WORK_BONUS, marginal_slope
+from planner.mip.objective import WORK_BONUS, free_marginal, marginal_slope
 from planner.placement import place_gang
 
 
@@ -256,8 +256,9 @@ def fill_gaps(
     """Start waiting jobs on what is left, greedily by the objective's marginal gain.
 
     The next job comes from the project whose next quantum of work is worth most: the
-    slope of its concave utility where its charged work stands (while it has headroom),
-    plus the work-conservation bonus. Inside a project: urgent, then priority, then the
+    slope of its concave utility where its charged work stands (while it has headroom;
+    otherwise the uncharged slope while its work is below its owed share), plus the
+    work-conservation bonus. Inside a project: urgent, then priority, then the
     oldest. This is also the whole of the greedy fallback plan.
     """
     queues: dict[str, list[tuple[JobClass, JobState]]] = {}
@@ -270,8 +271,13 @@ def fill_gaps(
         q.reverse()  # pop() from the end
     charged = {p: 0 for p in queues}
     spent = {p: 0 for p in queues}
+    work = {p: 0 for p in queues}  # all work, charged or not (free work counts to the share)
     for run in board.runs:
         job = run.state.job
+        if job.project in work:
+            work[job.project] += (run.last - run.first) * epoch.work_q(
+                job.gpus, epoch.pools[run.pool]
+            )
         if job.allocated and job.project in charged:
             pool = epoch.pools[run.pool]
             span = run.last - run.first
@@ -284,7 +290,7 @@ def fill_gaps(
         job = q[-1][1].job
         if job.allocated and spent[project] < epoch.headroom_q.get(project, 0):
             return WORK_BONUS + marginal_slope(epoch, project, charged[project])
-        return WORK_BONUS
+        return WORK_BONUS + free_marginal(epoch, project, work[project])
 
     heap = [(-gain(p), p) for p in queues if queues[p]]
     heapq.heapify(heap)
@@ -297,6 +303,9 @@ def fill_gaps(
         if started is not None:
             out.append(started)
             job = st.job
+            work[project] += (started.last - started.first) * epoch.work_q(
+                job.gpus, epoch.pools[started.pool]
+            )
             if job.allocated:
                 pool = epoch.pools[started.pool]
                 span = started.last - started.first

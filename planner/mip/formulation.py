@@ -21,12 +21,14 @@ from planner.mip.objective import (
     AGING_BONUS,
     BASE,
     CHARGE_SCALE,
+    FREE_SLOPE,
     MAX_LOSS_SLICES,
     PREEMPT_SLICES,
     PRIORITY_BONUS,
     SEGMENT_ENDS,
     URGENT_BONUS,
     WORK_BONUS,
+    free_slope,
     segment_slopes,
 )
 
@@ -45,6 +47,8 @@ class Formulation:
     w: dict[tuple[str, bool], int] = field(default_factory=dict)
     #: u[(project, segment)] -> variable: charged work in that utility segment.
     u: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: f[project] -> variable: uncharged work (quanta) counted inside its owed share.
+    f: dict[str, int] = field(default_factory=dict)
     #: busy[(node, slice)] -> variable: a running single-node job holds the node.
     busy: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -60,7 +64,10 @@ class Formulation:
 
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
-        return list(self.u.values()) + list(self.busy.values()) + list(self.w.values())
+        return (
+            list(self.u.values()) + list(self.busy.values()) + list(self.w.values())
+            + list(self.f.values())
+        )
 
     @property
     def trivial(self) -> bool:
@@ -86,6 +93,9 @@ def apply(epoch: Epoch) -> Formulation:
     funded_fixed: dict[tuple[str, bool], int] = {}
     funded_max: dict[tuple[str, bool], int] = {}
     single_on_node: dict[tuple[str, int], list[int | None]] = {}  # None: fixed running
+    # All work per project (funded or free): variable terms, the contracted constant.
+    work_terms: dict[str, list[tuple[int, int]]] = {}
+    work_fixed: dict[str, int] = {}
 
     # 1. Running jobs: z[j, k] for the slices between the contract and the finish.
     for j, r in enumerate(epoch.running):
@@ -118,6 +128,10 @@ def apply(epoch: Epoch) -> Formulation:
                     node_terms.setdefault(key, []).append((var, r.open_nodes[k]))
             elif r.open_gpus[k]:
                 single_on_node.setdefault((r.state.nodes[0], k), []).append(var)
+            if var is None:
+                work_fixed[job.project] = work_fixed.get(job.project, 0) + wq
+            else:
+                work_terms.setdefault(job.project, []).append((var, wq))
             if job.allocated:
                 funded_max[fund] = funded_max.get(fund, 0) + wq
                 if var is None:
@@ -168,6 +182,7 @@ def apply(epoch: Epoch) -> Formulation:
                 if c.resuming:
                     gain -= _resume_cost(epoch, wq)
                 m.add_objective(var, gain)
+                work_terms.setdefault(c.project, []).append((var, span * wq))
                 if c.allocated:
                     funded_terms.setdefault(fund, []).append((var, span * wq))
                     funded_max[fund] = funded_max.get(fund, 0) + span * wq * ub
@@ -236,6 +251,23 @@ def apply(epoch: Epoch) -> Formulation:
         if seg_vars:
             terms = seg_vars + [(v, -1) for v in w_vars]
             m.add_constraint(terms, "<=", 0, f"utility[{project}]")
+
+    # 6. Uncharged work inside the owed share: f[P] <= its work minus its charged work,
+    #    and with the charged work's first two segments (min(w, T)) at most T.
+    for project in sorted(work_terms.keys() | work_fixed.keys()):
+        target = epoch.target_q.get(project, 0)
+        if target <= 0 or FREE_SLOPE <= 0:
+            continue
+        fv = m.add_var(f"f[{project}]", 0, target)
+        f.f[project] = fv
+        m.add_objective(fv, free_slope(epoch, project))
+        w_vars = [f.w[(project, u)] for u in (False, True) if (project, u) in f.w]
+        terms = [(fv, 1)] + [(v, -q) for v, q in work_terms.get(project, [])]
+        terms += [(v, 1) for v in w_vars]
+        m.add_constraint(terms, "<=", work_fixed.get(project, 0), f"free[{project}]")
+        within = [(f.u[(project, s)], 1) for s in (0, 1) if (project, s) in f.u]
+        if within:
+            m.add_constraint([(fv, 1)] + within, "<=", target, f"free_share[{project}]")
     return f
 
 
@@ -327,8 +359,12 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         values[var] = int(run is not None and run.running and k < run.last)
     class_of = {st.job.id: c for c in epoch.classes for st in c.jobs}
     funded: dict[tuple[str, bool], int] = {}
+    work: dict[str, int] = {}
     for run in runs:
         job = run.state.job
+        work[job.project] = work.get(job.project, 0) + (run.last - run.first) * epoch.work_q(
+            job.gpus, epoch.pools[run.pool]
+        )
         if job.allocated:
             key = (job.project, job.urgent)
             funded[key] = funded.get(key, 0) + (run.last - run.first) * epoch.work_q(
@@ -357,10 +393,17 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
             left -= take * rate
             total += take
         charged[project] = total
-    for (project, _), var in sorted(f.u.items()):
+    total_charged = dict(charged)
+    within: dict[str, int] = {}
+    for (project, s), var in sorted(f.u.items()):
         take = min(charged.get(project, 0), m.upper[var])
         values[var] = take
         charged[project] = charged.get(project, 0) - take
+        if s < 2:
+            within[project] = within.get(project, 0) + take
+    for project, var in f.f.items():
+        free = work.get(project, 0) - total_charged.get(project, 0)
+        values[var] = max(min(free, m.upper[var] - within.get(project, 0)), 0)
     if m.violations(values):
         return None
     return values

@@ -13,6 +13,12 @@ BASE = 100
 #: Concave utility: slope multipliers for work up to 1/2, 1, 2 times the owed share, then beyond.
 SEGMENT_SLOPES = (8.0, 4.0, 1.0, 0.25)
 SEGMENT_ENDS = (0.5, 1.0, 2.0)
+#: Uncharged work (free jobs, or funded work past the budget headroom) up to the owed
+#: share: this slope multiplier. Owed is water-filled over *all* demand, free work
+#: included, so a project's free work inside its share is fair-share delivery too; it is
+#: worth a quarter of the first charged segment ("far less"), but more than charged work
+#: past the share (slope 1 and 0.25), so borrowed charged work yields to it.
+FREE_SLOPE = 2.0
 #: Budget rows are scaled by this so the urgent charge factor stays integral.
 CHARGE_SCALE = 10
 #: Work conservation: every quantum of work, charged or not.
@@ -38,6 +44,19 @@ def segment_slopes(epoch: Epoch, project: str) -> list[int]:
     st = epoch.snapshot.standing.get(project)
     weight = project_weight(st.ratio if st is not None else 1.0)
     return [max(round(BASE * weight * s), 1) for s in SEGMENT_SLOPES]
+
+
+def free_slope(epoch: Epoch, project: str) -> int:
+    """Objective per uncharged quantum of ``project`` while its work is below its owed share."""
+    st = epoch.snapshot.standing.get(project)
+    weight = project_weight(st.ratio if st is not None else 1.0)
+    return max(round(BASE * weight * FREE_SLOPE), 1)
+
+
+def free_marginal(epoch: Epoch, project: str, work_q: int) -> int:
+    """Objective of one more uncharged quantum for a project that has ``work_q`` of work
+    (charged or not) already: :func:`free_slope` below its target, nothing above."""
+    return free_slope(epoch, project) if work_q < epoch.target_q.get(project, 0) else 0
 
 
 def marginal_slope(epoch: Epoch, project: str, charged_q: int) -> int:

@@ -342,14 +342,18 @@ class MipPolicy:
         """Free GPUs ``run`` may backfill: those no planned start needs before the plan
         could take them back from it.
 
-        Unallocated work may be preempted at any time, so it may use every idle GPU;
-        resumable funded work only GPUs not needed before its minimum runtime ends;
-        non-resumable funded work (which the plan never preempts) none that are reserved.
+        Unallocated work may be preempted at any time, but a start the plan makes within
+        the next slice would evict it again minutes later and it would pay the restart
+        overhead for nothing (measured: free 32-GPU gangs restarted 20 times a day), so it
+        uses GPUs not needed within a slice; resumable funded work only GPUs not needed
+        before its minimum runtime ends; non-resumable funded work (which the plan never
+        preempts) none that are reserved.
         """
         job = run.job
         if not job.allocated:
-            return free
-        until = self.engine.now + job.min_runtime if job.resumable else math.inf
+            until = self.engine.now + self.slice_len
+        else:
+            until = self.engine.now + job.min_runtime if job.resumable else math.inf
         out: dict[str, int] = {}
         res = self.reserved
         for n, f in free.items():

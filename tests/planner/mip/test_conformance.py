@@ -4,7 +4,9 @@ Objective arithmetic (docs/formulation.md): work is counted in quanta (a tenth o
 H100-eq GPU-slice), so an 8-GPU H100 job does 80 quanta per slice. A project owed 8 GPUs
 has a target of 8 x 4 slices x 10 = 320 quanta. With fair-share ratio 1 (weight 1) its
 utility slopes are 800, 400, 100, 25 per quantum on [0, 160], [160, 320], [320, 640] and
-beyond; ratio 0 doubles them, ratio 3 halves them. Every quantum of work adds 5
+beyond; ratio 0 doubles them, ratio 3 halves them. Uncharged work (free jobs, or past
+the headroom) earns 200 per quantum (ratio 1) while the project's charged plus uncharged
+work stays within its 320-quanta target, nothing beyond. Every quantum of work adds 5
 (work conservation); urgent work 5 more.
 """
 
@@ -63,10 +65,12 @@ CASES = {
         {"a1": [0, 1, 2, 3], "b1": []},
     ),
     # Headroom of 4 GPU-h = 160 quanta: two slices charged, two run unallocated.
-    # charged 160 quanta in the first segment: 128000; work 1600.
+    # charged 160 quanta in the first segment: 160*800 = 128000; the 160 uncharged quanta
+    # fit under the owed 320 (320 - 160 charged) at the free slope 100*1*2 = 200: 32000;
+    # work 1600.
     "budget": (
         lambda s: s().pool().project("a", owed=8, headroom=4.0).queued("a1").build(),
-        129_600,
+        161_600,
         {"a1": [0, 1, 2, 3]},
     ),
     # A running job past its contract, of a project far above its share (ratio 3,
@@ -82,6 +86,21 @@ CASES = {
         .build(),
         380_533,
         {"a1": [0, 1, 2, 3], "r1": []},
+    ),
+    # Free work inside its owed share beats charged work borrowed past a share: a (owed 8)
+    # has only a free job, b (owed 0) a funded one; the node goes to a1.
+    # a1: 320 uncharged quanta within a's target at 200: 64000; work 1600.
+    # (b1 instead: 320 charged quanta past a zero target at 25 = 8000, + 1600.)
+    "free_within_share": (
+        lambda s: s()
+        .pool()
+        .project("a", owed=8)
+        .project("b", owed=0)
+        .queued("a1", "a", min_runtime=0.0)
+        .queued("b1", "b")
+        .build(),
+        65_600,
+        {"a1": [0, 1, 2, 3], "b1": []},
     ),
     # Urgent work goes first inside its project: +5 per quantum, 1600 in all.
     "urgent": (
