@@ -125,12 +125,9 @@ def compute(engine: Engine) -> dict[str, Any]:
         arr[~seg_charged, 0], arr[~seg_charged, 1], arr[~seg_charged, 2],
         seg_rows[~seg_charged], len(projects), n_hours,
     )
-    job_rows = np.array([pidx[r.job.project] for r in runs], dtype=np.int64)
     demand_end = np.where(np.isnan(end), horizon, end)
-    demand = bin_hours(
-        submit, demand_end, np.array([r.h100_demand for r in runs], dtype=float), job_rows,
-        len(projects), n_hours,
-    )
+    d_start, d_end, d_rate, d_rows = _demand_intervals(engine, seg, submit, first, demand_end)
+    demand = bin_hours(d_start, d_end, d_rate, d_rows, len(projects), n_hours)
     demand_phys = bin_hours(
         submit, demand_end, np.array([r.job.gpus for r in runs], dtype=float),
         np.zeros(len(runs), dtype=np.int64), 1, n_hours,
@@ -229,6 +226,54 @@ def compute(engine: Engine) -> dict[str, Any]:
         "hourly": hourly,
         "events": events,
     }
+
+
+def _demand_intervals(
+    engine: Engine,
+    seg: list[tuple[int, float, float, float, bool]],
+    submit: np.ndarray,
+    first: np.ndarray,
+    demand_end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each job's demand as intervals of constant H100-equivalent GPUs.
+
+    Until its first start a job counts at its cheapest allowed GPU type
+    (``planner.fairshare.job_rate``); from each (re)start on, at the type of the pool it
+    started on (through any later wait), as the engine's live demand does. Returns
+    ``(starts, ends, rates, project rows)``.
+    """
+    from planner.fairshare import job_rate
+
+    sc = engine.scenario
+    runs = engine.runs
+    pidx = {p: i for i, p in enumerate(engine.projects)}
+    starts_of: dict[int, list[tuple[float, float]]] = {}
+    for i, s0, _, weight, _ in seg:
+        starts_of.setdefault(i, []).append((s0, weight))
+    out_s: list[float] = []
+    out_e: list[float] = []
+    out_w: list[float] = []
+    out_r: list[int] = []
+    for i, run in enumerate(runs):
+        row = pidx[run.job.project]
+        stop = float(demand_end[i])
+        waited_to = float(first[i]) if not math.isnan(first[i]) else stop
+        out_s.append(float(submit[i]))
+        out_e.append(min(waited_to, stop))
+        out_w.append(run.job.gpus * float(job_rate(sc, run.job)))
+        out_r.append(row)
+        pieces = sorted(starts_of.get(i, []))
+        for k, (s0, weight) in enumerate(pieces):
+            out_s.append(s0)
+            out_e.append(pieces[k + 1][0] if k + 1 < len(pieces) else stop)
+            out_w.append(weight)
+            out_r.append(row)
+    return (
+        np.array(out_s, dtype=float),
+        np.array(out_e, dtype=float),
+        np.array(out_w, dtype=float),
+        np.array(out_r, dtype=np.int64),
+    )
 
 
 def _pq(groups: Any, project: str, q: float) -> float:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from models import Job
+from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
 from planner.simulator import SUMMARY_KEYS, simulate
 from planner.simulator.metrics import bin_hours
 from planner.simulator.state import wait_class
@@ -221,3 +221,34 @@ def test_drain_ends_when_the_work_present_at_its_start_has_left(scenario):
     jobs = r.jobs.set_index("job")
     assert jobs.loc["Q", "first_start"] == pytest.approx(2.5 * H)
     assert r.summary["maintenance_drain_h"] == pytest.approx(2.0)
+
+
+def test_waiting_demand_counts_at_the_cheapest_type_until_the_job_starts():
+    """A waiting job's demand is at its cheapest allowed type, then at the type it ran on.
+
+    One H100 node (rate 1) and one B200 node (rate 2). At 0, A1 (H100 only, 2 h) and B1
+    (B200 only, 1 h) start; W (any type, 8 GPUs, 1 h) arrives at 1 s and waits until B1
+    ends at 1 h, then runs on the B200. Demand of project a:
+    hour 0: A1 8 + B1 16 + W waiting at H100's rate 8 x 3599/3600 = 31.998 (not W at the
+    B200 rate it got later, 8 x 2 x 3599/3600, which would give 39.996);
+    hour 1: A1 8 + W on B200 16 = 24.
+    """
+    jobs = [
+        {"id": "A1", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H,
+         "gpu_types": ["H100"]},
+        {"id": "B1", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
+         "gpu_types": ["B200"]},
+        {"id": "W", "project": "a", "gpus": 8, "duration": H, "min_runtime": H, "submit": 1.0},
+    ]
+    s = Scenario(
+        name="two-types",
+        clusters=(Cluster(name="c", node_groups=(NodeGroup(gpu_type="H100", nodes=1),
+                                                 NodeGroup(gpu_type="B200", nodes=1))),),
+        org=(OrgUnit(name="a", share=1.0),),
+        workloads=Workloads(jobs=tuple(Job(**j) for j in jobs)),
+    )
+    r = simulate(s, "fairshare", days=2 / 24)
+    assert r.jobs.set_index("job").loc["W", "pool"] == "c/B200"
+    demand = r.hourly.set_index("hour")["demand_gpu_h"]
+    assert demand[0] == pytest.approx(8 + 16 + 8 * 3599 / 3600)
+    assert demand[1] == pytest.approx(24.0)
