@@ -245,7 +245,7 @@ def preemption_bars(summary: pd.DataFrame, variants: Sequence[str]) -> go.Figure
 
 def project_colours(projects: Sequence[str]) -> dict[str, str]:
     """A distinct colour per project (74 before any repeats), in the given order."""
-    palette = [*qualitative.Dark24, *qualitative.Light24, *qualitative.Alphabet]
+    palette = [*qualitative.Dark24, *qualitative.Alphabet, *qualitative.Light24]
     return {p: palette[i % len(palette)] for i, p in enumerate(projects)}
 
 
@@ -290,7 +290,8 @@ def plan_gantt(
             showlegend=True,
             marker_color=colours.get(project, "#888"),
             marker_line={"color": "white", "width": 1},
-            text=rows["job"],
+            # The project's own name on each bar: 40 colours cannot all look different.
+            text=[f"{job} · {project.rsplit('/', 1)[-1]}" for job in rows["job"]],
             textposition="inside",
             insidetextanchor="middle",
             customdata=rows[["job", "gpus", "charged"]].to_numpy(),

@@ -239,8 +239,8 @@ def owed_comparison(current: Scenario, edited: Scenario, days: float) -> pd.Data
         rows.append(
             {
                 "Project": project,
-                "Share of cluster now (%)": round(100 * eff_now[project], 2),
-                "Share of cluster edited (%)": round(100 * eff_new[project], 2),
+                "Share now (%)": round(100 * eff_now[project], 2),
+                "Share edited (%)": round(100 * eff_new[project], 2),
                 "Owed now (GPU-h)": round(before, 1),
                 "Owed edited (GPU-h)": round(after, 1),
                 "Change (GPU-h)": round(after - before, 1),

@@ -60,7 +60,7 @@ def test_raising_a_share_raises_that_projects_owed_hours(tiny: state.LoadedScena
     assert vision["Owed edited (GPU-h)"] > vision["Owed now (GPU-h)"]
     assert vision["Change (GPU-h)"] > 0
     assert table.loc["research/nlp", "Change (GPU-h)"] < 0
-    assert vision["Share of cluster edited (%)"] == pytest.approx(50.0)
+    assert vision["Share edited (%)"] == pytest.approx(50.0)
 
 
 def test_owed_hours_never_exceed_capacity_hours(tiny: state.LoadedScenario) -> None:

@@ -80,7 +80,7 @@ def test_editing_a_share_changes_the_owed_figures() -> None:
     after = _table(at, "owed_table").set_index("Project")
     vision = after.loc["research/vision"]
     assert vision["Owed edited (GPU-h)"] > before.loc["research/vision", "Owed now (GPU-h)"]
-    assert vision["Share of cluster edited (%)"] == pytest.approx(50.0)
+    assert vision["Share edited (%)"] == pytest.approx(50.0)
     assert after.loc["research/nlp", "Change (GPU-h)"] < 0
     assert any("research/vision share 1 → 4" in s.value for s in at.success)
 
