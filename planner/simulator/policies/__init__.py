@@ -33,7 +33,8 @@ def make_policy(name: str, **options: Any) -> Policy:
 OPTIONS = {
     "legacy": ("seed", "protected_fraction"),
     "fairshare": (),
-    "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane"),
+    "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane", "holds",
+            "hold_fraction"),
 }
 """The options each policy takes."""
 

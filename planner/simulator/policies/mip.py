@@ -14,6 +14,14 @@
   debug job need not wait for the next slice and GPUs freed by early completions do not
   idle. Backfilled work yields its nodes when a planned start needs them (if its
   contract allows); the next plan sees it as running and decides.
+- **Holes for large gangs.** A multi-node gang of a project running below its owed
+  share that has waited an epoch gets a *hold*: the whole nodes of one allowed pool that
+  free soonest (empty, then unallocated work, then contracts ending first). The plan sees
+  held nodes as drained (no new work; work past its contract moves off as under
+  maintenance, non-resumable funded work runs out), backfill keeps off them, and the gang
+  starts there as soon as they are all free. Without it, every GPU a completion frees is
+  refilled by small work with hours of contract, and the gang (whose every waiting hour
+  adds its GPUs to its project's owed share) waits for days.
 - **Debug fast lane.** A funded debug-class job (8 GPUs or fewer, minimum runtime 15 min
   or less) that finds no idle hole may, like under ``fairshare``, preempt work past its
   contract that is unallocated, or resumable work of a project with a higher fair-share
@@ -28,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from models import JobState, Plan, Pool
+from models import JobState, NodeState, Plan, Pool
 from planner.placement import place_gang
 from planner.simulator.engine import Engine, try_place
 from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
@@ -45,6 +53,9 @@ class MipPolicy:
 
     name = "mip"
 
+    #: Gangs of at least this many GPUs may get a hold (and need more than one node).
+    HOLD_MIN_GPUS = 32
+
     def __init__(
         self,
         backend: str = "cpsat",
@@ -52,6 +63,8 @@ class MipPolicy:
         rel_gap: float = 0.01,
         replan_slices: bool = False,
         fast_lane: bool = True,
+        holds: bool = True,
+        hold_fraction: float = 0.25,
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -73,6 +86,10 @@ class MipPolicy:
         self.failed_starts: set[str] = set()  # planned starts that found no room (this slice)
         self.fast: dict[int, JobRun] = {}  # queued funded debug-class jobs
         self.fast_lane = fast_lane
+        self.use_holds = holds
+        self.hold_fraction = hold_fraction
+        self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
+        self.held: set[str] = set()
 
     def attach(self, engine: Engine) -> None:
         self.engine = engine
@@ -182,6 +199,15 @@ class MipPolicy:
         self.victims.invalidate()
         jobs = self._snapshot_jobs(now)
         snap = build_snapshot(e.scenario, now, jobs, st)
+        if self.use_holds:
+            self._update_holds(now, {p: s.owed_gpus for p, s in st.items()})
+            if self.held:
+                # The plan treats held nodes as drained from now on: no new work there.
+                snap = snap.model_copy(update={"nodes": tuple(
+                    NodeState(node=ns.node, drain_start=now, drain_end=None)
+                    if ns.node.name in self.held and ns.drain_start is None else ns
+                    for ns in snap.nodes
+                )})
         t0 = time.perf_counter()
         plan = plan_epoch(snap, backend=self.backend, time_limit=self.time_limit,
                           rel_gap=self.rel_gap, previous=self.plan)
@@ -264,7 +290,10 @@ class MipPolicy:
                     n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
                 )
         if not ok:
-            alt = place_gang(ps.open_free, ps.size, run.job.gpus, prefer=nodes)
+            free = ps.open_free
+            if self.held:
+                free = {n: f for n, f in free.items() if n not in self.held}
+            alt = place_gang(free, ps.size, run.job.gpus, prefer=nodes)
             if alt is None:
                 if run.job.id not in self.failed_starts:
                     self.failed_starts.add(run.job.id)
@@ -274,6 +303,104 @@ class MipPolicy:
         e.start(run, pool, nodes, charged=a.charged,
                 detail="charged" if a.charged and run.job.allocated else "unallocated")
         return True
+
+    # -- holes for large gangs ----------------------------------------------------------
+
+    def _release_at(self, run: JobRun, now: float) -> float:
+        """When the plan could have ``run``'s GPUs: unallocated work at once, resumable
+        funded work at its contract's end, non-resumable funded work at its finish."""
+        if not run.charged:
+            return now
+        if run.job.resumable:
+            return max(now, run.contract_end)
+        return run.run_start + run.remaining
+
+    def _update_holds(self, now: float, owed: dict[str, float]) -> None:
+        """Keep the holds of gangs still waiting; give new ones to the most under-served
+        projects' oldest waiting large gangs (one per project)."""
+        e = self.engine
+        cl = e.cluster
+        self.holds = {
+            i: h for i, h in self.holds.items()
+            if e.runs[i].status == "queued" and not any(n in cl.drained for n in h[1])
+        }
+        running: dict[str, float] = {}
+        for run in e.running.values():
+            running[run.job.project] = running.get(run.job.project, 0.0) + run.job.gpus * run.rate
+        held_projects = {e.runs[i].job.project for i in self.holds}
+        candidates: list[tuple[float, float, int]] = []
+        for run in e.runs:
+            job = run.job
+            if (run.status != "queued" or job.gpus < self.HOLD_MIN_GPUS
+                    or run.index in self.holds or job.project in held_projects
+                    or now - job.submit < self.epoch):
+                continue
+            share = owed.get(job.project, 0.0)
+            if share <= 0 or running.get(job.project, 0.0) + 0.5 * e.job_h100(run) > share:
+                continue
+            candidates.append((running.get(job.project, 0.0) / share, job.submit, run.index))
+        candidates.sort()
+        held_in: dict[Pool, int] = {}
+        for _, nodes in self.holds.values():
+            pool = cl.nodes[nodes[0]].pool
+            held_in[pool] = held_in.get(pool, 0) + len(nodes)
+        for _, _, i in candidates:
+            run = e.runs[i]
+            if run.job.project in held_projects:
+                continue
+            hole = self._pick_hole(run, now, held_in)
+            if hole is None:
+                continue
+            self.holds[i] = hole
+            held_projects.add(run.job.project)
+            held_in[hole[0]] = held_in.get(hole[0], 0) + len(hole[1])
+        self.held = {n for _, nodes in self.holds.values() for n in nodes}
+
+    def _pick_hole(
+        self, run: JobRun, now: float, held_in: dict[Pool, int]
+    ) -> tuple[Pool, tuple[str, ...]] | None:
+        """Whole nodes of one allowed pool, the soonest free, for the gang ``run``."""
+        e = self.engine
+        cl = e.cluster
+        job = run.job
+        best: tuple[float, Pool, tuple[str, ...]] | None = None
+        for pool in cl.pools:
+            if not job.allows(pool.cluster, pool.gpu_type):
+                continue
+            size = cl.max_size[pool]
+            if job.gpus <= size or job.gpus % size:
+                continue  # single-node or ragged gangs: the plan places those
+            need = job.gpus // size
+            names = [n for n, info in cl.nodes.items() if info.pool == pool
+                     and n not in cl.drained and n not in self.held and info.size == size]
+            cap = int(self.hold_fraction * len(names)) - held_in.get(pool, 0)
+            if need > cap:
+                continue
+            when = sorted(
+                (max((self._release_at(e.runs[i], now) for i in cl.jobs_on[n]), default=now), n)
+                for n in names
+            )[:need]
+            if len(when) < need:
+                continue
+            ready = when[-1][0]
+            if best is None or ready < best[0]:
+                best = (ready, pool, tuple(sorted(n for _, n in when)))
+        return None if best is None else (best[1], best[2])
+
+    def _start_holds(self) -> None:
+        """Start each held gang whose hole is all free."""
+        e = self.engine
+        cl = e.cluster
+        for i, (pool, nodes) in list(self.holds.items()):
+            run = e.runs[i]
+            if run.status != "queued":
+                del self.holds[i]
+                continue
+            if all(cl.free[n] == cl.nodes[n].size and n not in cl.drained for n in nodes):
+                del self.holds[i]
+                e.start(run, pool, nodes, charged=run.job.allocated,
+                        detail=("charged" if run.job.allocated else "unallocated") + " held hole")
+        self.held = {n for _, nodes in self.holds.values() for n in nodes}
 
     # -- backfill ----------------------------------------------------------------------
 
@@ -314,6 +441,8 @@ class MipPolicy:
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
         e = self.engine
+        if self.holds:
+            self._start_holds()
         if self.fast:
             self._fast_lane()
         if e.cluster.total_free == 0:
@@ -372,6 +501,8 @@ class MipPolicy:
             if not ps.can_fit(job.gpus, cl.max_size[pool]):
                 continue
             free = ps.open_free
+            if self.held:
+                free = {n: f for n, f in free.items() if n not in self.held}
             if self.reserved:
                 free = self._unreserved(free, run)
             nodes = place_gang(free, ps.size, job.gpus)

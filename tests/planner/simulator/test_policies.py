@@ -122,3 +122,42 @@ def test_legacy_gives_protected_gpus_back_when_a_job_ends(scenario):
     ev = r.events
     starts = ev[ev["event"] == "start"].set_index("job")["detail"]
     assert starts.to_dict() == {"A": "protected", "B": "protected"}
+
+
+def _gang_behind_a_stream(scenario):
+    """4 nodes. b: B1..B4 (1 to 4 h, non-resumable) fill them at 0, then eight 3-h jobs
+    arrive at 60 s; a: one free 32-GPU gang G (1 h) arrives at 60 s. Equal shares, so a
+    is owed 16 GPUs and runs nothing."""
+    jobs = [
+        {"id": f"B{i}", "project": "b", "gpus": 8, "duration": i * H, "min_runtime": i * H,
+         "resumable": False}
+        for i in range(1, 5)
+    ]
+    jobs += [
+        {"id": f"S{i}", "project": "b", "gpus": 8, "duration": 3 * H, "min_runtime": 3 * H,
+         "resumable": False, "submit": 60.0}
+        for i in range(8)
+    ]
+    jobs.append({"id": "G", "project": "a", "gpus": 32, "duration": H, "min_runtime": 0,
+                 "submit": 60.0})
+    return scenario(jobs, nodes=4, shares={"a": 1, "b": 1})
+
+
+def test_mip_holds_a_hole_for_a_waiting_gang_of_an_underserved_project(scenario):
+    """A held hole: at the 2 h epoch (G has waited an epoch) G's project (owed 16, running
+    0) gets a hold on the 4 nodes; no b job starts between then and 4 h although B2 and
+    B3 end at 2 h and 3 h, and G starts the moment the last contract there ends (B4, and
+    S0 started at 1 h on B1's node, both end at 4 h). Without holds, each node a contract frees is refilled by b's stream and G
+    has not started at the 10 h horizon."""
+    s = _gang_behind_a_stream(scenario)
+    held = simulate(s, "mip", days=10 / 24, hold_fraction=1.0, time_limit=5)
+    ev = held.events
+    start = ev[(ev["job"] == "G") & (ev["event"] == "start")]
+    assert list(start["t"]) == [4 * H]
+    assert list(start["detail"]) == ["unallocated held hole"]
+    b_starts = ev[(ev["project"] == "b") & (ev["event"] == "start")]["t"]
+    assert not ((b_starts >= 2 * H) & (b_starts < 4 * H)).any()
+    assert check_result(s, held) == []
+    plain = simulate(s, "mip", days=10 / 24, holds=False, time_limit=5)
+    assert not plain.jobs.set_index("job").loc["G", "started"]
+    assert check_result(s, plain) == []
