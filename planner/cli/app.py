@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
+import os
 
 from planner.cli.errors import UsageError
 
@@ -38,8 +38,8 @@ def command(port: int, headless: bool) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     argv = command(args.port, args.headless)
-    print(f"gpuplan: starting the what-if app on http://localhost:{args.port} (Ctrl-C stops it)")
-    try:
-        return subprocess.call(argv)
-    except KeyboardInterrupt:
-        return 130
+    print(f"gpuplan: starting the what-if app on http://localhost:{args.port} (Ctrl-C stops it)", flush=True)
+    # Become the Streamlit server rather than its parent, so that stopping this process
+    # (Ctrl-C, or a signal from a service manager) stops the server too.
+    os.execv(argv[0], argv)
+    return 0  # pragma: no cover - execv does not return
