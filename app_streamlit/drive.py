@@ -259,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", default="ai2-like", help="bundled scenario (default: ai2-like)")
     parser.add_argument("--unit", default="vision", help="org unit whose share to edit")
     parser.add_argument("--share", type=float, default=35.0, help="its new share")
-    parser.add_argument("--days", type=float, default=None, help="simulated period (days)")
+    parser.add_argument(
+        "--days", type=float, default=0.5, help="simulated period in days (default: 0.5, as in docs/app.md)"
+    )
     parser.add_argument("--scheduler", default=None, help="scheduler as the app names it")
     args = parser.parse_args(argv)
     for path in take_screenshots(args.out, args.scenario, args.unit, args.share, args.days, args.scheduler):
