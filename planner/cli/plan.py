@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     print(render_plan(plan))
     if args.json:
         try:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(plan.model_dump_json(indent=2))
         except OSError as exc:
             raise UsageError(f"--json: cannot write {args.json}: {exc.strerror}") from None

@@ -34,6 +34,13 @@ def test_plan_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert plan.epoch_start == 3600.0 and plan.solver.backend == "pulp"
 
 
+def test_plan_json_creates_its_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json into a folder that does not exist yet creates the folder."""
+    path = tmp_path / "out" / "plan.json"
+    assert main(["plan", "tiny", "--json", str(path)]) == 0
+    assert Plan.model_validate_json(path.read_text()).epoch_start == 0.0
+
+
 def test_plan_bad_time_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """A bad --at is one error line and exit code 2."""
     assert main(["plan", "tiny", "--at", "soon"]) == 2
