@@ -317,26 +317,31 @@ class MipPolicy:
 
     def _update_holds(self, now: float, owed: dict[str, float]) -> None:
         """Keep the holds of gangs still waiting; give new ones to the most under-served
-        projects' oldest waiting large gangs (one per project)."""
+        projects' oldest waiting large gangs, while a project's running work plus its held
+        gangs plus half the next gang stay within its owed share."""
         e = self.engine
         cl = e.cluster
         self.holds = {
             i: h for i, h in self.holds.items()
             if e.runs[i].status == "queued" and not any(n in cl.drained for n in h[1])
         }
+        self.held = {n for _, nodes in self.holds.values() for n in nodes}
         running: dict[str, float] = {}
         for run in e.running.values():
             running[run.job.project] = running.get(run.job.project, 0.0) + run.job.gpus * run.rate
-        held_projects = {e.runs[i].job.project for i in self.holds}
+        # What each project has, or will have once its held gangs start.
+        claimed = dict(running)
+        for i in self.holds:
+            r = e.runs[i]
+            claimed[r.job.project] = claimed.get(r.job.project, 0.0) + e.job_h100(r)
         candidates: list[tuple[float, float, int]] = []
         for run in e.runs:
             job = run.job
             if (run.status != "queued" or job.gpus < self.HOLD_MIN_GPUS
-                    or run.index in self.holds or job.project in held_projects
-                    or now - job.submit < self.epoch):
+                    or run.index in self.holds or now - job.submit < self.epoch):
                 continue
             share = owed.get(job.project, 0.0)
-            if share <= 0 or running.get(job.project, 0.0) + 0.5 * e.job_h100(run) > share:
+            if share <= 0 or claimed.get(job.project, 0.0) + 0.5 * e.job_h100(run) > share:
                 continue
             candidates.append((running.get(job.project, 0.0) / share, job.submit, run.index))
         candidates.sort()
@@ -346,13 +351,16 @@ class MipPolicy:
             held_in[pool] = held_in.get(pool, 0) + len(nodes)
         for _, _, i in candidates:
             run = e.runs[i]
-            if run.job.project in held_projects:
+            project = run.job.project
+            gang = e.job_h100(run)
+            if claimed.get(project, 0.0) + 0.5 * gang > owed.get(project, 0.0):
                 continue
             hole = self._pick_hole(run, now, held_in)
             if hole is None:
                 continue
             self.holds[i] = hole
-            held_projects.add(run.job.project)
+            self.held.update(hole[1])  # the next pick must not take these nodes
+            claimed[project] = claimed.get(project, 0.0) + gang
             held_in[hole[0]] = held_in.get(hole[0], 0) + len(hole[1])
         self.held = {n for _, nodes in self.holds.values() for n in nodes}
 
