@@ -92,3 +92,26 @@ def test_nothing_to_decide_is_trivial() -> None:
     assert plan.solver.status is SolveStatus.TRIVIAL
     assert not plan.solver.fallback
     assert all([a.job for a in s.assignments] == ["r1"] for s in plan.slices)
+
+
+def test_greedy_fallback_values_free_work_inside_the_owed_share() -> None:
+    """The greedy plan gives the only node to a's free job, inside a's owed share, not to
+    b's funded job borrowed past a zero share.
+
+    Next-quantum gains (ratio 1, weight 1): a1 free, a's work 0 < target 320 quanta:
+    work 5 + free slope 200 = 205; b1 funded past b's zero target: 5 + 25 = 30 (the
+    optimum of the conformance case ``free_within_share`` is the same plan).
+    """
+    snapshot = (
+        SnapBuilder()
+        .pool()
+        .project("a", owed=8)
+        .project("b", owed=0)
+        .queued("a1", "a", min_runtime=0.0)
+        .queued("b1", "b")
+        .build()
+    )
+    plan = plan_epoch(snapshot, backend=FailingBackend())
+    assert plan.solver.fallback
+    assert [[a.job for a in s.assignments] for s in plan.slices] == [["a1"]] * 4
+    check_plan(snapshot, plan)
