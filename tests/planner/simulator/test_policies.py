@@ -161,3 +161,32 @@ def test_mip_holds_a_hole_for_a_waiting_gang_of_an_underserved_project(scenario)
     plain = simulate(s, "mip", days=10 / 24, holds=False, time_limit=5)
     assert not plain.jobs.set_index("job").loc["G", "started"]
     assert check_result(s, plain) == []
+
+
+def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenario):
+    """Free work does not backfill GPUs the plan starts work on within the next slice.
+
+    2 nodes. The plan at 0 runs A (2 h) on one node and B (5 min) on the other, and
+    starts C there in slice 1 (at 15 min). B ends at 5 min; U (free, 1 h) arrives at
+    6 min: the idle node is C's from 15 min, so U waits (instead of starting and being
+    evicted 9 minutes later) and starts when C ends at 75 min, never preempted.
+    """
+    s = scenario(
+        [
+            {"id": "A", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H,
+             "resumable": False},
+            {"id": "B", "project": "a", "gpus": 8, "duration": 300.0, "min_runtime": 300.0,
+             "resumable": False},
+            {"id": "C", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
+             "resumable": False},
+            {"id": "U", "project": "a", "gpus": 8, "duration": H, "min_runtime": 0,
+             "submit": 360.0},
+        ],
+        nodes=2,
+    )
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
+    jobs = r.jobs.set_index("job")
+    assert jobs.loc["C", "first_start"] == 900.0
+    assert jobs.loc["U", "first_start"] == 4500.0
+    assert jobs.loc["U", "preemptions"] == 0
+    assert check_result(s, r) == []
