@@ -167,9 +167,10 @@ def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenari
     """Free work does not backfill GPUs the plan starts work on within the next slice.
 
     2 nodes. The plan at 0 runs A (2 h) on one node and B (5 min) on the other, and
-    starts C there in slice 1 (at 15 min). B ends at 5 min; U (free, 1 h) arrives at
-    6 min: the idle node is C's from 15 min, so U waits (instead of starting and being
-    evicted 9 minutes later) and starts when C ends at 75 min, never preempted.
+    starts C there in slice 1 (at 15 min). B ends at 5 min; U (free, 4 GPUs, 1 h) arrives
+    at 6 min: the idle node is C's from 15 min, so U waits (it used to start there at
+    6 min and be evicted by C at 15 min) and starts when C ends at 75 min, never
+    preempted.
     """
     s = scenario(
         [
@@ -179,7 +180,7 @@ def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenari
              "resumable": False},
             {"id": "C", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
              "resumable": False},
-            {"id": "U", "project": "a", "gpus": 8, "duration": H, "min_runtime": 0,
+            {"id": "U", "project": "a", "gpus": 4, "duration": H, "min_runtime": 0,
              "submit": 360.0},
         ],
         nodes=2,
