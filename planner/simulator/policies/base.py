@@ -22,6 +22,20 @@ from planner.simulator.state import JobRun
 Shape = tuple[int, tuple[str, ...] | None, tuple[str, ...] | None]
 
 
+def victim_level(engine: Engine, ratio: dict[str, float], v: JobRun) -> float:
+    """How preemptible ``v`` is: a funded requester of ratio r may preempt it when level > r.
+
+    Work inside its contract, and charged non-resumable work, is never a victim; free work
+    always is; charged resumable work past its contract is as preemptible as its project
+    is over its share.
+    """
+    if not engine.past_contract(v):
+        return -math.inf
+    if not v.charged:
+        return math.inf
+    return ratio[v.job.project] if v.job.resumable else -math.inf
+
+
 def shape_of(run: JobRun) -> Shape:
     j = run.job
     return (j.gpus, j.gpu_types, j.clusters)

@@ -22,11 +22,10 @@ Rules:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from planner.simulator.engine import Engine, try_place
-from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
+from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex, victim_level
 from planner.simulator.state import JobRun
 
 
@@ -93,11 +92,7 @@ class FairSharePolicy:
 
     def _level(self, v: JobRun) -> float:
         """Victim level: a funded requester of ratio r may preempt v when level > r."""
-        if not self.engine.past_contract(v):
-            return -math.inf
-        if not v.charged:
-            return math.inf
-        return self.ratio[v.job.project] if v.job.resumable else -math.inf
+        return victim_level(self.engine, self.ratio, v)
 
     def _cost(self, v: JobRun) -> float:
         # Unallocated first, then lower standing (higher ratio), then least work lost.

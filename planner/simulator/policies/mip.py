@@ -39,7 +39,7 @@ import numpy as np
 from models import JobState, NodeState, Plan, Pool
 from planner.placement import place_gang
 from planner.simulator.engine import Engine, try_place
-from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
+from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex, victim_level
 from planner.simulator.state import JobRun
 
 
@@ -414,11 +414,7 @@ class MipPolicy:
 
     def _level(self, v: JobRun) -> float:
         """Victim level for the fast lane: a requester of ratio r may preempt v if > r."""
-        if not self.engine.past_contract(v):
-            return -math.inf
-        if not v.charged:
-            return math.inf
-        return self.ratio[v.job.project] if v.job.resumable else -math.inf
+        return victim_level(self.engine, self.ratio, v)
 
     def _cost(self, v: JobRun) -> float:
         # Unallocated first, then the lowest standing, then the fewest GPUs.
