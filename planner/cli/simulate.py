@@ -42,6 +42,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--backend", default="cpsat", help="mip: solver backend (cpsat or pulp)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                    help="mip: solver time limit per epoch in seconds (default 10)")
+    p.add_argument("--no-holds", dest="holds", action="store_false",
+                   help="mip: do not hold whole-node holes for waiting large gangs")
+    p.add_argument("--hold-fraction", type=float, default=None, metavar="F",
+                   help="mip: largest part of a pool one held hole may take (default 0.25)")
+    p.add_argument("--no-fast-lane", dest="fast_lane", action="store_false",
+                   help="mip: debug jobs wait for the plan instead of preempting between epochs")
+    p.add_argument("--replan-slices", action="store_true",
+                   help="mip: re-plan at every slice boundary, not only at epochs")
     p.add_argument("--seed", type=int, default=0,
                    help="legacy: seed of the priority-level assignment (default 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -84,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--days: must be positive, got {args.days:g}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError(f"--time-limit: must be positive, got {args.time_limit:g}")
+    if args.hold_fraction is not None and not 0 < args.hold_fraction <= 1:
+        raise UsageError(f"--hold-fraction: must be in (0, 1], got {args.hold_fraction:g}")
     if args.backend not in ("cpsat", "pulp"):
         raise UsageError(f"--backend: unknown backend {args.backend!r} (choose cpsat or pulp)")
     out = Path(args.out) if args.out else None
@@ -96,8 +106,11 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, dict[str, Any]] = {
         "legacy": {"seed": args.seed},
         "fairshare": {},
-        "mip": {"backend": args.backend, "time_limit": args.time_limit},
+        "mip": {"backend": args.backend, "time_limit": args.time_limit, "holds": args.holds,
+                "fast_lane": args.fast_lane, "replan_slices": args.replan_slices},
     }
+    if args.hold_fraction is not None:
+        options["mip"]["hold_fraction"] = args.hold_fraction
     results = {}
     for name in policies:
         try:

@@ -80,3 +80,28 @@ def test_job_without_duration_exits_2_naming_the_job(
     err = capsys.readouterr().err
     assert "(id 'x').duration" in err and str(f) in err
     assert "Traceback" not in err
+
+
+def test_mip_options_reach_the_policy(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--no-holds, --hold-fraction, --no-fast-lane and --replan-slices are passed to the mip policy."""
+    import planner.simulator as sim
+
+    seen: dict[str, object] = {}
+    real = sim.simulate
+
+    def spy(scenario, policy, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(kwargs)
+        return real(scenario, policy, **kwargs)
+
+    monkeypatch.setattr(sim, "simulate", spy)
+    code = main(["simulate", "tiny", "--policy", "mip", "--days", "0.25", "--time-limit", "2",
+                 "--no-holds", "--hold-fraction", "0.5", "--no-fast-lane", "--replan-slices"])
+    assert code == 0
+    assert seen["holds"] is False and seen["fast_lane"] is False
+    assert seen["replan_slices"] is True and seen["hold_fraction"] == 0.5
+
+
+def test_hold_fraction_out_of_range_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A hold fraction outside (0, 1] is one error line and exit code 2."""
+    assert main(["simulate", "tiny", "--policy", "mip", "--hold-fraction", "1.5"]) == 2
+    assert "--hold-fraction" in capsys.readouterr().err
