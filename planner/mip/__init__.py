@@ -36,6 +36,10 @@ LP_GUIDED_VARS = 2000
 DIVE_SHARE = 0.75
 #: Rounding thresholds (up, down) of the successive dives.
 DIVE_SETTINGS = ((0.8, 0.4), (0.7, 0.35), (0.9, 0.45), (0.6, 0.3), (0.95, 0.5))
+#: The neighbourhood search stops at this fraction of the planner's ``rel_gap``: its
+#: answers lose some objective to node placement, so a search that stops as soon as its
+#: own gap is met leaves a placed plan short of the target.
+SEARCH_GAP_SHARE = 0.125
 
 Placed = tuple[list[Run], set[str], Board]
 
@@ -189,6 +193,7 @@ def _lp_guided(
     last: Dive | None = None
     bound = math.inf
     dives: list[str] = []
+    place_s = 0.0  # the longest placement seen: what placing one more answer costs
     # Several dives (different rounding thresholds) while time allows; the best wins.
     for i, (up, down) in enumerate(DIVE_SETTINGS):
         now = time.perf_counter()
@@ -204,8 +209,10 @@ def _lp_guided(
         last = result
         bound = min(bound, result.bound)
         floor = np.floor(result.values + 1e-6).astype(np.int64)
+        started = time.perf_counter()
         ends, starts = invert(form, floor)
         trial = place_runs(epoch, ends, starts, previous, fill=True)
+        place_s = max(place_s, time.perf_counter() - started)
         values = values_of_runs(form, trial[0])
         obj = float(form.model.value(values)) if values is not None else None
         dives.append(
@@ -225,17 +232,27 @@ def _lp_guided(
         relax = Relaxation(result.values, bound, result.seconds)
         sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        found = solver.solve(small, time_limit=left - 0.5, rel_gap=rel_gap / 2)
+        found = solver.solve(small, time_limit=left - 0.5, rel_gap=SEARCH_GAP_SHARE * rel_gap)
         note += f"; {small.num_vars} variables searched by {solver.name}"
-        if found.values is not None:
-            # Compare placed plans: placement can lose some of what the model gained.
-            full[keep] = found.values
-            ends, starts = invert(form, full)
+        answers = [] if found.values is None else [found.values, *found.earlier]
+        tried = 0
+        for answer in answers:
+            # The last answer is always placed; earlier ones while time is left.
+            if tried and time.perf_counter() + place_s > deadline:
+                break
+            tried += 1
+            # Compare placed plans: placement can lose some of what the model gained,
+            # and an earlier, slightly worse answer may lose less.
+            cand = full.copy()
+            cand[keep] = answer
+            ends, starts = invert(form, cand)
             trial = place_runs(epoch, ends, starts, previous, fill=True)
             values = values_of_runs(form, trial[0])
             obj = float(form.model.value(values)) if values is not None else None
             if obj is not None and (best_obj is None or obj > best_obj):
                 best, best_obj, message, placed = values, obj, found.message, trial
+        if tried > 1:
+            note += f" ({tried} answers placed)"
     if best is None or best_obj is None:
         seconds = time.perf_counter() - t_start
         return (

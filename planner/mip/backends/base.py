@@ -21,7 +21,9 @@ class SolveResult:
     """What every backend returns: one status, the values (when an incumbent exists).
 
     ``bound`` is the best proven upper bound of the (maximized) objective, when the
-    solver reports one.
+    solver reports one. ``earlier`` holds a few incumbents found before ``values``,
+    newest first, from backends that report them (the LP-guided search places each, as
+    a slightly worse model answer can lose less to node placement).
     """
 
     status: SolveStatus
@@ -30,6 +32,7 @@ class SolveResult:
     bound: float | None
     seconds: float
     message: str = ""
+    earlier: tuple[npt.NDArray[np.int64], ...] = ()
 
     @property
     def gap(self) -> float | None:

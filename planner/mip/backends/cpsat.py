@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from models import SolveStatus
 from planner.mip.backends.base import SolveResult
 from planner.mip.model import LinearModel
+
+#: Record earlier incumbents only for models this small (reading one costs a Python call
+#: per variable, inside the search).
+KEEP_VARS = 5000
+#: How many of the latest incumbents are kept.
+KEEP_LAST = 4
+
+
+def _keeper(xs: list[Any]) -> Any:
+    """A solution callback that keeps the values of the last :data:`KEEP_LAST` incumbents."""
+    from ortools.sat.python import cp_model
+
+    class Keeper(cp_model.CpSolverSolutionCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[npt.NDArray[np.int64]] = []
+
+        def on_solution_callback(self) -> None:
+            self.found.append(
+                np.fromiter((self.value(x) for x in xs), dtype=np.int64, count=len(xs))
+            )
+            del self.found[:-KEEP_LAST]
+
+    return Keeper()
 
 
 class CpSatBackend:
@@ -65,7 +91,8 @@ class CpSatBackend:
         solver.parameters.relative_gap_limit = rel_gap
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = 1
-        code = solver.solve(cp)
+        keeper = _keeper(xs) if len(xs) <= KEEP_VARS else None
+        code = solver.solve(cp, keeper)
         seconds = time.perf_counter() - t0
         status = {
             cp_model.OPTIMAL: SolveStatus.OPTIMAL,
@@ -80,5 +107,10 @@ class CpSatBackend:
             # CP-SAT stops at the gap limit with OPTIMAL; say FEASIBLE unless it is proven.
             if status is SolveStatus.OPTIMAL and bound > objective + 1e-6:
                 status = SolveStatus.FEASIBLE
-            return SolveResult(status, values, objective, bound, seconds, solver.status_name(code))
+            earlier = tuple(
+                v for v in reversed(keeper.found if keeper else []) if not np.array_equal(v, values)
+            )
+            return SolveResult(
+                status, values, objective, bound, seconds, solver.status_name(code), earlier
+            )
         return SolveResult(status, None, None, None, seconds, solver.status_name(code))

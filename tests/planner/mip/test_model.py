@@ -60,3 +60,28 @@ def test_objective_and_bound_include_the_constant(name: str) -> None:
     result = BACKENDS[name].solve(m, time_limit=5.0, rel_gap=0.0)
     assert result.objective == 111
     assert result.bound == 111
+
+
+def test_cpsat_reports_earlier_incumbents() -> None:
+    """CP-SAT returns the incumbents it found before its answer: feasible, distinct, worse."""
+    backend = BACKENDS["cpsat"]
+    if not backend.is_available():
+        pytest.skip("OR-Tools not installed")
+    rng = np.random.default_rng(7)
+    m = LinearModel()
+    # A multi-dimensional knapsack: too hard for presolve alone, so the search improves
+    # its incumbent several times.
+    xs = [m.add_var(f"x{i}", 0, 1) for i in range(150)]
+    for r in range(6):
+        weights = rng.integers(5, 60, size=len(xs))
+        m.add_constraint([(x, int(w)) for x, w in zip(xs, weights, strict=True)], "<=", 1500, f"cap{r}")
+    for x in xs:
+        m.add_objective(x, int(rng.integers(1, 60)))
+    m.hint = {x: 0 for x in xs}  # a feasible, poor start: the search improves on it
+    result = backend.solve(m, time_limit=2.0, rel_gap=0.0)
+    assert result.values is not None and result.objective is not None
+    assert result.earlier
+    for values in result.earlier:
+        assert m.violations(values) == []
+        assert not np.array_equal(values, result.values)
+        assert m.value(values) <= result.objective
