@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from models import Pool, Scenario
+from models import Job, Pool, Scenario
 from planner.placement import nodes_needed, place_gang
-from planner.simulator.state import ClusterState, JobRun, wait_class
+from planner.simulator.state import ClusterState, JobRun, PoolState, wait_class
 
 # Event kinds, in the order they are applied at one instant: free GPUs first, so a pass
 # at time t sees everything that happened at t.
@@ -464,16 +464,18 @@ def _demand_rate(scenario: Scenario, run: JobRun) -> float:
     return float(job_rate(scenario, run.job))
 
 
+def candidate_pools(engine: Engine, job: Job) -> Iterator[tuple[Pool, PoolState]]:
+    """The pools ``job`` may run on that could hold its gang now, in cluster order."""
+    cl = engine.cluster
+    for pool, ps in cl.pools.items():
+        if job.allows(pool.cluster, pool.gpu_type) and ps.can_fit(job.gpus, cl.max_size[pool]):
+            yield pool, ps
+
+
 def try_place(engine: Engine, run: JobRun, prefer: tuple[str, ...] = ()) -> tuple[Pool, tuple[str, ...]] | None:
     """Nodes for ``run`` in the first allowed pool with a hole of its shape, or ``None``."""
-    cl = engine.cluster
-    job = run.job
-    for pool, ps in cl.pools.items():
-        if not job.allows(pool.cluster, pool.gpu_type):
-            continue
-        if not ps.can_fit(job.gpus, cl.max_size[pool]):
-            continue
-        nodes = place_gang(ps.open_free, ps.size, job.gpus, prefer)
+    for pool, ps in candidate_pools(engine, run.job):
+        nodes = place_gang(ps.open_free, ps.size, run.job.gpus, prefer)
         if nodes is not None:
             return pool, nodes
     return None

@@ -38,7 +38,7 @@ import numpy as np
 
 from models import JobState, NodeState, Plan, Pool
 from planner.placement import place_gang
-from planner.simulator.engine import Engine, try_place
+from planner.simulator.engine import Engine, candidate_pools, try_place
 from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex, victim_level
 from planner.simulator.state import JobRun
 
@@ -497,13 +497,8 @@ class MipPolicy:
 
     def _backfill(self, run: JobRun) -> bool:
         e = self.engine
-        cl = e.cluster
         job = run.job
-        for pool, ps in cl.pools.items():
-            if not job.allows(pool.cluster, pool.gpu_type):
-                continue
-            if not ps.can_fit(job.gpus, cl.max_size[pool]):
-                continue
+        for pool, ps in candidate_pools(e, job):
             free = ps.open_free
             if self.held:
                 free = {n: f for n, f in free.items() if n not in self.held}
