@@ -46,12 +46,21 @@ class CpSatBackend:
     workers
         CP-SAT search workers. The default of 2 matches the 2-core machines the planner
         is sized for; CP-SAT with one worker loses its LP-based portfolio.
+    subsolvers
+        The workers' strategies, when there are as many workers as names. The epoch
+        model is a MIP with a tight LP, so both workers run with the LP: ``max_lp``
+        (every cut CP-SAT knows, the strongest LP) next to ``default_lp``. Measured on
+        the 3,000-job neighbourhood searches: within 0.125% of their optimum in under a
+        second, where CP-SAT's own 2-worker portfolio was still 0.3-0.5% away after 3 s.
     """
 
     name = "cpsat"
 
-    def __init__(self, workers: int = 2) -> None:
+    def __init__(
+        self, workers: int = 2, subsolvers: tuple[str, ...] = ("max_lp", "default_lp")
+    ) -> None:
         self.workers = workers
+        self.subsolvers = subsolvers
 
     def is_available(self) -> bool:
         """Whether OR-Tools is installed (found, not imported)."""
@@ -91,6 +100,8 @@ class CpSatBackend:
         solver.parameters.relative_gap_limit = rel_gap
         solver.parameters.num_workers = self.workers
         solver.parameters.random_seed = 1
+        if len(self.subsolvers) == self.workers:
+            solver.parameters.subsolvers.extend(self.subsolvers)
         keeper = _keeper(xs) if len(xs) <= KEEP_VARS else None
         code = solver.solve(cp, keeper)
         seconds = time.perf_counter() - t0
