@@ -33,7 +33,7 @@ from planner.mip.relax import Dive, Relaxation, dive, lp_available, neighbourhoo
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 2000
 #: Share of the time left that the first LP dive may take.
-DIVE_SHARE = 0.75
+DIVE_SHARE = 0.5
 #: Rounding thresholds (up, down) of the successive dives.
 DIVE_SETTINGS = ((0.8, 0.4), (0.7, 0.35), (0.9, 0.45), (0.6, 0.3), (0.95, 0.5))
 #: The neighbourhood search stops at this fraction of the planner's ``rel_gap``: its
