@@ -83,6 +83,9 @@ def plan_epoch(
     t0 = time.perf_counter()
     solver = get_backend(backend) if isinstance(backend, str) else backend
     name = solver.name
+    warm = getattr(solver, "warm", None)
+    if callable(warm):
+        warm()  # a backend's solver process starts while the model is built
     # 1-2. Geometry and the greedy plan.
     epoch = build_epoch(snapshot)
     greedy = greedy_runs(epoch, previous)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import time
 from typing import Any
@@ -11,6 +12,7 @@ import numpy.typing as npt
 
 from models import SolveStatus
 from planner.mip.backends.base import SolveResult
+from planner.mip.backends.isolate import Isolated, SolverDied, Unavailable
 from planner.mip.model import LinearModel
 
 #: Record earlier incumbents only for models this small (reading one costs a Python call
@@ -52,76 +54,123 @@ class CpSatBackend:
         (every cut CP-SAT knows, the strongest LP) next to ``default_lp``. Measured on
         the 3,000-job neighbourhood searches: within 0.125% of their optimum in under a
         second, where CP-SAT's own 2-worker portfolio was still 0.3-0.5% away after 3 s.
+    isolate
+        Solve in a separate, long-lived process (:mod:`planner.mip.backends.isolate`):
+        OR-Tools 9.15 can abort the process from inside CP-SAT's presolve
+        (google/or-tools#5288), and the planner must survive that.
     """
 
     name = "cpsat"
 
     def __init__(
-        self, workers: int = 2, subsolvers: tuple[str, ...] = ("max_lp", "default_lp")
+        self,
+        workers: int = 2,
+        subsolvers: tuple[str, ...] = ("max_lp", "default_lp"),
+        isolate: bool = True,
     ) -> None:
         self.workers = workers
         self.subsolvers = subsolvers
+        self.isolate = isolate
 
     def is_available(self) -> bool:
         """Whether OR-Tools is installed (found, not imported)."""
         return importlib.util.find_spec("ortools") is not None
 
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
-        """Build the CP-SAT model from ``model``, solve it and map the answer back."""
-        from ortools.sat.python import cp_model
+        """Solve ``model`` with CP-SAT, in the solver process when ``isolate`` is set.
 
+        A solver process that dies or hangs gives an ``error`` result; the planner then
+        keeps what it has (its LP-dive incumbent, or the greedy plan).
+        """
+        args = (model, time_limit, rel_gap, self.workers, self.subsolvers)
+        if not self.isolate:
+            return _solve(*args)
         t0 = time.perf_counter()
-        cp = cp_model.CpModel()
-        xs = [
-            cp.new_int_var(lo, hi, name)
-            for name, lo, hi in zip(model.names, model.lower, model.upper, strict=True)
-        ]
-        for c in model.constraints:
-            expr = cp_model.LinearExpr.weighted_sum(
-                [xs[int(v)] for v in c.vars], [int(a) for a in c.coefs]
-            )
-            if c.sense == "<=":
-                cp.add(expr <= c.rhs)
-            elif c.sense == ">=":
-                cp.add(expr >= c.rhs)
-            else:
-                cp.add(expr == c.rhs)
-        obj_vars = list(model.objective)
-        cp.maximize(
-            cp_model.LinearExpr.weighted_sum(
-                [xs[v] for v in obj_vars], [model.objective[v] for v in obj_vars]
-            )
-            + model.objective_offset
+        try:
+            result: SolveResult = SOLVER_PROCESS.call(_solve, args, timeout=time_limit)
+        except Unavailable:
+            return _solve(*args)
+        except SolverDied as exc:
+            seconds = time.perf_counter() - t0
+            return SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")
+        return result
+
+    def warm(self) -> None:
+        """Start the solver process and its OR-Tools import ahead of the first solve."""
+        if self.isolate:
+            SOLVER_PROCESS.warm()
+
+
+def import_ortools() -> bool:
+    """The solver process's first task: load OR-Tools while the parent builds the model."""
+    from ortools.sat.python import cp_model  # noqa: F401
+
+    return True
+
+
+#: The process-wide solver process of every isolated CP-SAT backend.
+SOLVER_PROCESS = Isolated(startup=import_ortools)
+atexit.register(SOLVER_PROCESS.close)
+
+
+def _solve(
+    model: LinearModel, time_limit: float, rel_gap: float, workers: int, subsolvers: tuple[str, ...]
+) -> SolveResult:
+    """Build the CP-SAT model from ``model``, solve it and map the answer back (here)."""
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    cp = cp_model.CpModel()
+    xs = [
+        cp.new_int_var(lo, hi, name)
+        for name, lo, hi in zip(model.names, model.lower, model.upper, strict=True)
+    ]
+    for c in model.constraints:
+        expr = cp_model.LinearExpr.weighted_sum(
+            [xs[int(v)] for v in c.vars], [int(a) for a in c.coefs]
         )
-        for v, val in model.hint.items():
-            cp.add_hint(xs[v], val)
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(time_limit - (time.perf_counter() - t0), 0.01)
-        solver.parameters.relative_gap_limit = rel_gap
-        solver.parameters.num_workers = self.workers
-        solver.parameters.random_seed = 1
-        if len(self.subsolvers) == self.workers:
-            solver.parameters.subsolvers.extend(self.subsolvers)
-        keeper = _keeper(xs) if len(xs) <= KEEP_VARS else None
-        code = solver.solve(cp, keeper)
-        seconds = time.perf_counter() - t0
-        status = {
-            cp_model.OPTIMAL: SolveStatus.OPTIMAL,
-            cp_model.FEASIBLE: SolveStatus.FEASIBLE,
-            cp_model.INFEASIBLE: SolveStatus.INFEASIBLE,
-            cp_model.MODEL_INVALID: SolveStatus.ERROR,
-        }.get(code, SolveStatus.NO_SOLUTION)
-        if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-            values = np.fromiter((solver.value(x) for x in xs), dtype=np.int64, count=len(xs))
-            objective = float(solver.objective_value)
-            bound = float(solver.best_objective_bound)
-            # CP-SAT stops at the gap limit with OPTIMAL; say FEASIBLE unless it is proven.
-            if status is SolveStatus.OPTIMAL and bound > objective + 1e-6:
-                status = SolveStatus.FEASIBLE
-            earlier = tuple(
-                v for v in reversed(keeper.found if keeper else []) if not np.array_equal(v, values)
-            )
-            return SolveResult(
-                status, values, objective, bound, seconds, solver.status_name(code), earlier
-            )
-        return SolveResult(status, None, None, None, seconds, solver.status_name(code))
+        if c.sense == "<=":
+            cp.add(expr <= c.rhs)
+        elif c.sense == ">=":
+            cp.add(expr >= c.rhs)
+        else:
+            cp.add(expr == c.rhs)
+    obj_vars = list(model.objective)
+    cp.maximize(
+        cp_model.LinearExpr.weighted_sum(
+            [xs[v] for v in obj_vars], [model.objective[v] for v in obj_vars]
+        )
+        + model.objective_offset
+    )
+    for v, val in model.hint.items():
+        cp.add_hint(xs[v], val)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(time_limit - (time.perf_counter() - t0), 0.01)
+    solver.parameters.relative_gap_limit = rel_gap
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = 1
+    if len(subsolvers) == workers:
+        solver.parameters.subsolvers.extend(subsolvers)
+    keeper = _keeper(xs) if len(xs) <= KEEP_VARS else None
+    code = solver.solve(cp, keeper)
+    seconds = time.perf_counter() - t0
+    status = {
+        cp_model.OPTIMAL: SolveStatus.OPTIMAL,
+        cp_model.FEASIBLE: SolveStatus.FEASIBLE,
+        cp_model.INFEASIBLE: SolveStatus.INFEASIBLE,
+        cp_model.MODEL_INVALID: SolveStatus.ERROR,
+    }.get(code, SolveStatus.NO_SOLUTION)
+    if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        values = np.fromiter((solver.value(x) for x in xs), dtype=np.int64, count=len(xs))
+        objective = float(solver.objective_value)
+        bound = float(solver.best_objective_bound)
+        # CP-SAT stops at the gap limit with OPTIMAL; say FEASIBLE unless it is proven.
+        if status is SolveStatus.OPTIMAL and bound > objective + 1e-6:
+            status = SolveStatus.FEASIBLE
+        earlier = tuple(
+            v for v in reversed(keeper.found if keeper else []) if not np.array_equal(v, values)
+        )
+        return SolveResult(
+            status, values, objective, bound, seconds, solver.status_name(code), earlier
+        )
+    return SolveResult(status, None, None, None, seconds, solver.status_name(code))

@@ -1,0 +1,103 @@
+"""A solver process that aborts or hangs is reported, replaced, and never takes us down."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from models import SolveStatus
+from planner.mip import plan_epoch
+from planner.mip.backends import cpsat
+from planner.mip.backends.cpsat import CpSatBackend
+from planner.mip.backends.isolate import Isolated, SolverDied, Unavailable
+from planner.mip.model import LinearModel
+
+from ..conftest import SnapBuilder
+
+
+@pytest.fixture
+def child() -> Isolated:
+    proc = Isolated(grace=0.5)
+    yield proc
+    proc.close()
+
+
+def small_model() -> LinearModel:
+    m = LinearModel()
+    a = m.add_var("a", 0, 3)
+    b = m.add_var("b", 0, 3)
+    m.add_constraint([(a, 1), (b, 2)], "<=", 4)
+    m.add_objective(a, 3)
+    m.add_objective(b, 5)
+    return m
+
+
+def test_a_child_that_cannot_start_makes_calls_unavailable() -> None:
+    """A child whose first task fails to load raises Unavailable (callers run in-process)."""
+    proc = Isolated(startup=os.abort)
+    with pytest.raises(Unavailable):
+        proc.call(os.getpid, (), timeout=30.0)
+    with pytest.raises(Unavailable):
+        proc.call(os.getpid, (), timeout=30.0)  # and stays so: no restart per call
+    proc.close()
+
+
+def test_call_runs_in_another_process(child: Isolated) -> None:
+    """The function runs in the child: its process id is not ours."""
+    assert child.call(os.getpid, (), timeout=30.0) != os.getpid()
+
+
+def test_an_abort_in_the_child_is_a_solver_error_and_the_next_call_works(child: Isolated) -> None:
+    """os.abort() in the child (what OR-Tools#5288 does) raises SolverDied; a new child serves the next call."""
+    first = child.call(os.getpid, (), timeout=30.0)
+    with pytest.raises(SolverDied, match="died"):
+        child.call(os.abort, (), timeout=30.0)
+    assert child.call(os.getpid, (), timeout=30.0) not in (first, os.getpid())
+
+
+def test_a_hung_child_is_killed_after_the_grace_period(child: Isolated) -> None:
+    """A call that outlives its time limit plus the grace raises SolverDied within that time."""
+    child.call(os.getpid, (), timeout=30.0)  # started and warm
+    t0 = time.perf_counter()
+    with pytest.raises(SolverDied, match="no answer"):
+        child.call(time.sleep, (30.0,), timeout=0.2)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_an_exception_in_the_child_comes_back_as_an_error(child: Isolated) -> None:
+    """A Python exception in the child is raised here with its type and message."""
+    with pytest.raises(RuntimeError, match="FileNotFoundError"):
+        child.call(os.stat, ("/no/such/file",), timeout=30.0)
+
+
+def test_cpsat_in_the_solver_process_solves_to_the_same_optimum() -> None:
+    """Isolated and in-process CP-SAT reach the same optimum (a=2, b=1: 11)."""
+    isolated = CpSatBackend().solve(small_model(), time_limit=30.0, rel_gap=0.0)
+    here = CpSatBackend(isolate=False).solve(small_model(), time_limit=30.0, rel_gap=0.0)
+    assert isolated.status is SolveStatus.OPTIMAL
+    assert isolated.objective == here.objective == 11
+    assert list(isolated.values) == [2, 1]
+
+
+def test_a_dead_solver_process_makes_the_planner_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the solver process dies, plan_epoch returns the flagged greedy plan, naming the cause."""
+
+    def dies(*args: object, **kwargs: object) -> object:
+        raise SolverDied("the solver process died (exit code -6)")
+
+    monkeypatch.setattr(cpsat.SOLVER_PROCESS, "call", dies)
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=2)
+        .project("a", owed=8, ratio=0.0)
+        .queued("a1", "a")
+        .queued("a2", "a", gpus=4)
+        .build()
+    )
+    plan = plan_epoch(snapshot, backend=CpSatBackend())
+    assert plan.solver.fallback
+    assert plan.solver.status is SolveStatus.ERROR
+    assert "exit code -6" in plan.solver.message
+    assert {a.job for a in plan.slices[0].assignments} == {"a1", "a2"}
