@@ -117,10 +117,20 @@ class Board:
         """
         free: dict[str, int] = {}
         end = self.epoch.slices - 1
+        # Only nodes the gang could use: room for a single-node gang, whole for the
+        # nodes of a multi-node one (the first slice rules most nodes out cheaply).
+        need = min(gpus, pool.gpus_per_node)
+        drained = any(pool.drained[k] for k in range(first, last))
         for n in pool.nodes:
-            window = min(self.free[n][first:last])
-            if window > 0 and all(n not in pool.drained[k] for k in range(first, last)):
-                free[n] = window
+            slots = self.free[n]
+            if slots[first] < need:
+                continue
+            window = min(slots[first:last])
+            if window < need:
+                continue
+            if drained and any(n in pool.drained[k] for k in range(first, last)):
+                continue
+            free[n] = window
         if not prefer and 2 * gpus <= pool.gpus_per_node:
             prefer = tuple(n for n in free if self.free[n][end] < pool.gpus_per_node)
         return place_gang(free, self.size, gpus, prefer=prefer)
