@@ -33,7 +33,9 @@ class Constraint:
 class LinearModel:
     """An integer program to maximize, free of any solver object.
 
-    Variables are referred to by their index. ``hint`` holds an optional warm start.
+    Variables are referred to by their index. ``hint`` holds an optional warm start;
+    ``stop_at`` an objective value at which a backend may stop at its first incumbent
+    that reaches it (a request like the hint: backends that cannot honour it ignore it).
     """
 
     names: list[str] = field(default_factory=list)
@@ -43,6 +45,7 @@ class LinearModel:
     objective: dict[int, int] = field(default_factory=dict)
     objective_offset: int = 0
     hint: dict[int, int] = field(default_factory=dict)
+    stop_at: int | None = None
 
     @property
     def num_vars(self) -> int:
@@ -150,4 +153,5 @@ class LinearModel:
                 offset += coef * int(full[v])
         small.objective_offset = offset
         small.hint = {int(new_index[v]): h for v, h in self.hint.items() if free[v]}
+        small.stop_at = self.stop_at  # the objectives are equal: the offset holds the rest
         return small, keep, full

@@ -22,22 +22,26 @@ KEEP_VARS = 5000
 KEEP_LAST = 4
 
 
-def _keeper(xs: list[Any]) -> Any:
-    """A solution callback that keeps the values of the last :data:`KEEP_LAST` incumbents."""
+def _watcher(xs: list[Any], keep: bool, stop_at: int | None) -> Any:
+    """A solution callback that keeps the values of the last :data:`KEEP_LAST` incumbents
+    (when ``keep``) and stops the search at the first incumbent reaching ``stop_at``."""
     from ortools.sat.python import cp_model
 
-    class Keeper(cp_model.CpSolverSolutionCallback):
+    class Watcher(cp_model.CpSolverSolutionCallback):
         def __init__(self) -> None:
             super().__init__()
             self.found: list[npt.NDArray[np.int64]] = []
 
         def on_solution_callback(self) -> None:
-            self.found.append(
-                np.fromiter((self.value(x) for x in xs), dtype=np.int64, count=len(xs))
-            )
-            del self.found[:-KEEP_LAST]
+            if keep:
+                self.found.append(
+                    np.fromiter((self.value(x) for x in xs), dtype=np.int64, count=len(xs))
+                )
+                del self.found[:-KEEP_LAST]
+            if stop_at is not None and self.objective_value >= stop_at:
+                self.stop_search()
 
-    return Keeper()
+    return Watcher()
 
 
 class CpSatBackend:
@@ -151,7 +155,8 @@ def _solve(
     solver.parameters.random_seed = 1
     if len(subsolvers) == workers:
         solver.parameters.subsolvers.extend(subsolvers)
-    keeper = _keeper(xs) if len(xs) <= KEEP_VARS else None
+    keep = len(xs) <= KEEP_VARS
+    keeper = _watcher(xs, keep, model.stop_at) if keep or model.stop_at is not None else None
     code = solver.solve(cp, keeper)
     seconds = time.perf_counter() - t0
     status = {

@@ -67,17 +67,9 @@ def test_cpsat_reports_earlier_incumbents() -> None:
     backend = BACKENDS["cpsat"]
     if not backend.is_available():
         pytest.skip("OR-Tools not installed")
-    rng = np.random.default_rng(7)
-    m = LinearModel()
-    # A multi-dimensional knapsack: too hard for presolve alone, so the search improves
-    # its incumbent several times.
-    xs = [m.add_var(f"x{i}", 0, 1) for i in range(150)]
-    for r in range(6):
-        weights = rng.integers(5, 60, size=len(xs))
-        m.add_constraint([(x, int(w)) for x, w in zip(xs, weights, strict=True)], "<=", 1500, f"cap{r}")
-    for x in xs:
-        m.add_objective(x, int(rng.integers(1, 60)))
-    m.hint = {x: 0 for x in xs}  # a feasible, poor start: the search improves on it
+    # Too hard for presolve alone, so the search improves its incumbent several times.
+    m = hard_knapsack()
+    m.hint = dict.fromkeys(range(m.num_vars), 0)  # a feasible, poor start to improve on
     result = backend.solve(m, time_limit=2.0, rel_gap=0.0)
     assert result.values is not None and result.objective is not None
     assert result.earlier
@@ -85,3 +77,39 @@ def test_cpsat_reports_earlier_incumbents() -> None:
         assert m.violations(values) == []
         assert not np.array_equal(values, result.values)
         assert m.value(values) <= result.objective
+
+
+def hard_knapsack() -> LinearModel:
+    """A multi-dimensional knapsack that CP-SAT cannot prove optimal at once."""
+    rng = np.random.default_rng(7)
+    m = LinearModel()
+    xs = [m.add_var(f"x{i}", 0, 1) for i in range(150)]
+    for r in range(6):
+        weights = rng.integers(5, 60, size=len(xs))
+        m.add_constraint([(x, int(w)) for x, w in zip(xs, weights, strict=True)], "<=", 1500, f"cap{r}")
+    for x in xs:
+        m.add_objective(x, int(rng.integers(1, 60)))
+    return m
+
+
+def test_restrict_keeps_the_stop_objective() -> None:
+    """The restricted model keeps stop_at: both objectives are the same, offset included."""
+    m = knapsack()
+    m.stop_at = 9
+    small, _, _ = m.restrict([0, 1], [3, 1])
+    assert small.stop_at == 9
+
+
+def test_cpsat_stops_at_the_first_incumbent_reaching_stop_at() -> None:
+    """With stop_at far below the optimum, CP-SAT returns an unproven incumbent that reaches it."""
+    backend = BACKENDS["cpsat"]
+    if not backend.is_available():
+        pytest.skip("OR-Tools not installed")
+    full = backend.solve(hard_knapsack(), time_limit=10.0, rel_gap=0.0)
+    assert full.objective is not None
+    m = hard_knapsack()
+    m.stop_at = int(0.5 * full.objective)
+    result = backend.solve(m, time_limit=10.0, rel_gap=0.0)
+    assert result.objective is not None and result.values is not None
+    assert m.stop_at <= result.objective < full.objective
+    assert m.violations(result.values) == []
