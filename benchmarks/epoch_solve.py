@@ -8,7 +8,8 @@ the GPUs, the rest wait. Standings get random fair-share ratios and headrooms so
 some budgets bind.
 
 Prints one row per (jobs, backend): jobs, job classes, variables, constraints, seconds,
-status, objective, bound and gap. Targets (issue 4): 3,000 jobs within 1% of the bound in
+status, objective, bound and gap (medians over ``--repeat`` runs; the status, objective
+and bound are the last run's). The target column says "met" only when every run met it. Targets (issue 4): 3,000 jobs within 1% of the bound in
 10 s; 10,000 jobs in 60 s.
 
 Usage::
@@ -172,11 +173,14 @@ def main(argv: list[str] | None = None) -> int:
         limit = args.time_limit or (10.0 if n <= 3000 else 60.0)
         for backend in args.backend:
             times: list[float] = []
+            gaps: list[float] = []
             plan = None
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
                 plan = plan_epoch(snap, backend=backend, time_limit=limit, rel_gap=args.gap)
                 times.append(time.perf_counter() - t0)
+                if plan.solver.gap is not None:
+                    gaps.append(plan.solver.gap)
             assert plan is not None
             s = plan.solver
             msg = s.message.split(",")
@@ -184,12 +188,19 @@ def main(argv: list[str] | None = None) -> int:
             ncons = msg[1].split()[0] if len(msg) > 1 else "?"
             classes = msg[2].split()[0] if len(msg) > 2 else "?"
             sec = statistics.median(times)
-            gap = s.gap
+            gap = statistics.median(gaps) if gaps else None
             target = TARGETS.get(n)
             ok = ""
             if target is not None:
-                gap_ok = target[1] is None or (gap is not None and gap <= target[1])
-                ok = "met" if sec <= target[0] and gap_ok else "MISSED"
+                # Every run must meet the target, not only the median one.
+                limit_s, limit_gap = target
+                runs_ok = all(
+                    t <= limit_s and (limit_gap is None or g <= limit_gap)
+                    for t, g in zip(times, gaps, strict=False)
+                ) and len(gaps) == len(times)
+                ok = ("met" if runs_ok else "MISSED") + (
+                    f" (slowest {max(times):.2f}s, worst gap {max(gaps):.2%})" if args.repeat > 1 and gaps else ""
+                )
             print(
                 f"{n:>6} {running:>7} {backend:>7} {classes:>7} {nvars:>7} {ncons:>7} {sec:>8.2f} "
                 f"{s.status.value:>9} {s.objective or 0:>14,.0f} {s.bound or 0:>14,.0f} "
