@@ -242,6 +242,8 @@ def _lp_guided(
         small, keep, full = sub.restrict(sub.lower, sub.upper)
         found = solver.solve(small, time_limit=left - 0.5, rel_gap=SEARCH_GAP_SHARE * rel_gap)
         note += f"; {small.num_vars} variables searched by {solver.name}"
+        if found.values is None:
+            note += f" without an answer ({found.status.value}: {found.message})"
         answers = [] if found.values is None else [found.values, *found.earlier]
         tried = 0
         for answer in answers:
