@@ -220,20 +220,7 @@ def place_runs(
     best: tuple[int, Board, list[Run], set[str]] | None = None
     for order in orders:
         trial = board.copy()
-        placed_runs: list[Run] = []
-        dropped: set[str] = set()
-        work = 0
-        for s in order:
-            pool = epoch.pools[s.pool]
-            last = s.slice + length[s.state.job.id]
-            nodes = trial.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
-            if nodes is None:
-                dropped.add(s.state.job.id)
-                continue
-            run = Run(s.state, s.pool, s.slice, last, nodes, False)
-            trial.occupy(run, pool)
-            placed_runs.append(run)
-            work += (last - s.slice) * epoch.work_q(s.state.job.gpus, pool)
+        work, placed_runs, dropped = place_in_order(epoch, trial, order, length, prev)
         if best is None or work > best[0]:
             best = (work, trial, placed_runs, dropped)
         if not dropped:
@@ -246,6 +233,35 @@ def place_runs(
         runs.extend(fill_gaps(epoch, board, placed, prev))
     board.budget = charge_runs(epoch, runs)
     return runs, dropped, board
+
+
+def place_in_order(
+    epoch: Epoch,
+    board: Board,
+    order: list[Start],
+    length: dict[str, int],
+    prev: dict[str, tuple[str, ...]],
+) -> tuple[int, list[Run], set[str]]:
+    """Place ``order``'s starts one by one on ``board`` (which takes them).
+
+    ``length`` is each start's run length in slices, by job id. Returns the work placed
+    (quanta), the placed runs, and the ids of the starts whose gang found no hole.
+    """
+    runs: list[Run] = []
+    dropped: set[str] = set()
+    work = 0
+    for s in order:
+        pool = epoch.pools[s.pool]
+        last = s.slice + length[s.state.job.id]
+        nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
+        if nodes is None:
+            dropped.add(s.state.job.id)
+            continue
+        run = Run(s.state, s.pool, s.slice, last, nodes, False)
+        board.occupy(run, pool)
+        runs.append(run)
+        work += (last - s.slice) * epoch.work_q(s.state.job.gpus, pool)
+    return work, runs, dropped
 
 
 def charge_runs(epoch: Epoch, runs: list[Run]) -> dict[str, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from models import Snapshot
-from planner.mip.assemble import Board, Run, Start, place_runs
+from planner.mip.assemble import Board, Run, Start, place_in_order, place_runs
 from planner.mip.epoch import Epoch, build_epoch
 
 from .conftest import SnapBuilder
@@ -73,18 +73,8 @@ def _place_in_order(
         end = ends.get(r.id, r.must)
         if end > 0:
             board.occupy(Run(r.state, r.pool, 0, end, r.state.nodes, True), epoch.pools[r.pool])
-    runs: list[Run] = []
-    dropped: set[str] = set()
-    for s in order:
-        pool = epoch.pools[s.pool]
-        last = s.slice + _length(epoch, s)
-        nodes = board.place(pool, s.state.job.gpus, s.slice, last, ())
-        if nodes is None:
-            dropped.add(s.state.job.id)
-            continue
-        run = Run(s.state, s.pool, s.slice, last, nodes, False)
-        board.occupy(run, pool)
-        runs.append(run)
+    length = {s.state.job.id: _length(epoch, s) for s in order}
+    _, runs, dropped = place_in_order(epoch, board, order, length, {})
     return runs, dropped
 
 
