@@ -9,7 +9,10 @@ some budgets bind.
 
 Prints one row per (jobs, backend): jobs, job classes, variables, constraints, seconds,
 status, objective, bound and gap (medians over ``--repeat`` runs; the status, objective
-and bound are the last run's). The target column says "met" only when every run met it. Targets (issue 4): 3,000 jobs within 1% of the bound in
+and bound are the last run's). The target column says "met" only when every run met it.
+"charged" is the gap of the plan's own charging (``SolverInfo.charged_objective``:
+whole run-slices charged in order, where the MIP may charge any number of quanta within
+a project's headroom); the target is on the MIP's gap. Targets (issue 4): 3,000 jobs within 1% of the bound in
 10 s; 10,000 jobs in 60 s.
 
 Usage::
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         f"scenario: {gpus:,} GPUs in {len(scenario.pools)} pools, {len(scenario.projects)} projects, "
         f"{scenario.policy.slices} slices; 2-core machine shared with other work, timings noisy"
     )
-    header = f"{'jobs':>6} {'running':>7} {'backend':>7} {'classes':>7} {'vars':>7} {'cons':>7} {'seconds':>8} {'status':>9} {'objective':>14} {'bound':>14} {'gap':>7} target"
+    header = f"{'jobs':>6} {'running':>7} {'backend':>7} {'classes':>7} {'vars':>7} {'cons':>7} {'seconds':>8} {'status':>9} {'objective':>14} {'bound':>14} {'gap':>7} {'charged':>7} target"
     print(header)
     for n in args.jobs:
         snap = big_snapshot(scenario, n, args.seed)
@@ -174,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         for backend in args.backend:
             times: list[float] = []
             gaps: list[float] = []
+            charged_gaps: list[float] = []
             plan = None
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
@@ -181,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
                 if plan.solver.gap is not None:
                     gaps.append(plan.solver.gap)
+                info = plan.solver
+                if info.charged_objective is not None and info.bound:
+                    charged_gaps.append((info.bound - info.charged_objective) / abs(info.bound))
             assert plan is not None
             s = plan.solver
             msg = s.message.split(",")
@@ -204,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{n:>6} {running:>7} {backend:>7} {classes:>7} {nvars:>7} {ncons:>7} {sec:>8.2f} "
                 f"{s.status.value:>9} {s.objective or 0:>14,.0f} {s.bound or 0:>14,.0f} "
-                f"{(gap if gap is not None else float('nan')):>7.2%} {ok}"
+                f"{(gap if gap is not None else float('nan')):>7.2%} "
+                f"{(statistics.median(charged_gaps) if charged_gaps else float('nan')):>7.2%} {ok}"
                 + (" (fallback)" if s.fallback else "")
             )
     return 0

@@ -81,6 +81,11 @@ class SolverInfo(Frozen):
     seconds: float = 0.0
     fallback: bool = False
     message: str = ""
+    #: The objective with the charging the plan itself does (``Assignment.charged``:
+    #: whole run-slices, in charge order). ``objective`` lets the MIP charge any number
+    #: of quanta within the headroom, so this one is lower when a project's last
+    #: slices do not fit its headroom whole.
+    charged_objective: float | None = None
 
 
 class NodeFree(Frozen):

@@ -131,6 +131,8 @@ def plan_epoch(
     runs, dropped, board = placed
     final = values_of_runs(form, runs)
     objective = float(form.model.value(final)) if final is not None else result.objective
+    as_charged = values_of_runs(form, runs, as_charged=True)
+    charged_objective = float(form.model.value(as_charged)) if as_charged is not None else None
     bound = result.bound
     status = result.status
     if bound is not None and objective is not None:
@@ -154,6 +156,7 @@ def plan_epoch(
         gap=gap,
         seconds=time.perf_counter() - t0,
         fallback=False,
+        charged_objective=charged_objective,
         message=f"{form.model.num_vars} variables, {len(form.model.constraints)} constraints, "
         f"{len(epoch.classes)} job classes; solver {result.seconds:.2f}s ({result.message})"
         + note

@@ -344,11 +344,15 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
     return ends, starts
 
 
-def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | None:
+def values_of_runs(
+    f: Formulation, runs: list[Run], *, as_charged: bool = False
+) -> npt.NDArray[np.int64] | None:
     """The model's variables for a placed plan (``None`` if the model cannot express it).
 
     Charged work takes as much funded work as the headroom allows, urgent first, and
-    fills the utility segments in order: the best objective those runs can have.
+    fills the utility segments in order: the best objective those runs can have. With
+    ``as_charged``, charged work is instead what the runs' ``charged`` flags say
+    (:func:`~planner.mip.assemble.charge_runs`: whole run-slices, in charge order).
     """
     epoch = f.epoch
     m = f.model
@@ -380,6 +384,15 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         values[var] = int(any(r.running and node in r.nodes and k < r.last for r in runs))
     urgent_rate = round(CHARGE_SCALE * epoch.urgent_charge)
     charged: dict[str, int] = {}
+    flagged: dict[tuple[str, bool], int] = {}
+    if as_charged:
+        for run in runs:
+            job = run.state.job
+            if job.allocated:
+                key = (job.project, job.urgent)
+                flagged[key] = flagged.get(key, 0) + sum(run.charged) * epoch.work_q(
+                    job.gpus, epoch.pools[run.pool]
+                )
     for project in sorted({p for p, _ in f.w}):
         left = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
         total = 0
@@ -389,6 +402,8 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
                 continue
             rate = urgent_rate if urgent else CHARGE_SCALE
             take = max(min(funded.get((project, urgent), 0), left // rate, m.upper[w_var]), 0)
+            if as_charged:
+                take = flagged.get((project, urgent), 0)
             values[w_var] = take
             left -= take * rate
             total += take

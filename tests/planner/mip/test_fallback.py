@@ -115,3 +115,22 @@ def test_greedy_fallback_values_free_work_inside_the_owed_share() -> None:
     assert plan.solver.fallback
     assert [[a.job for a in s.assignments] for s in plan.slices] == [["a1"]] * 4
     check_plan(snapshot, plan)
+
+
+def test_charged_objective_equals_objective_when_headroom_is_ample() -> None:
+    """With headroom to spare, the plan charges every funded slice: both objectives agree."""
+    snapshot = SnapBuilder().pool(nodes=2).project("a", headroom=1e6).queued("a1", "a").build()
+    plan = plan_epoch(snapshot)
+    assert plan.solver.charged_objective is not None
+    assert plan.solver.charged_objective == plan.solver.objective
+
+
+def test_charged_objective_counts_whole_slices_only() -> None:
+    """3 GPU-h of headroom cover 1.5 slices of an 8-GPU job: the MIP charges it all,
+    the plan charges one whole slice, so the plan's own charging scores lower."""
+    snapshot = SnapBuilder().pool(nodes=2).project("a", headroom=3.0).queued("a1", "a").build()
+    plan = plan_epoch(snapshot)
+    charged = [a.charged for s in plan.slices for a in s.assignments if a.job == "a1"]
+    assert charged == [True, False, False, False]
+    assert plan.solver.objective is not None and plan.solver.charged_objective is not None
+    assert plan.solver.charged_objective < plan.solver.objective
