@@ -349,7 +349,8 @@ def values_of_runs(
 ) -> npt.NDArray[np.int64] | None:
     """The model's variables for a placed plan (``None`` if the model cannot express it).
 
-    Charged work takes as much funded work as the headroom allows, urgent first, and
+    Charged work takes as much funded work as the headroom allows, the kind that costs
+    less headroom per quantum first (normal work, unless urgent work is discounted), and
     fills the utility segments in order: the best objective those runs can have. With
     ``as_charged``, charged work is instead what the runs' ``charged`` flags say
     (:func:`~planner.mip.assemble.charge_runs`: whole run-slices, in charge order).
@@ -396,7 +397,7 @@ def values_of_runs(
     for project in sorted({p for p, _ in f.w}):
         left = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
         total = 0
-        for urgent in (True, False):
+        for urgent in (False, True) if urgent_rate >= CHARGE_SCALE else (True, False):
             w_var = f.w.get((project, urgent))
             if w_var is None:
                 continue
