@@ -33,15 +33,31 @@ def resolve_path(name: str | Path) -> Path:
 def load_scenario(path: str | Path) -> Scenario:
     """Load, resolve and validate a scenario file. Raises :class:`ScenarioError`."""
     file = resolve_path(path)
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        raise ScenarioError(file, f"cannot read: {exc.strerror}") from None
-    return parse_scenario(text, file)
+    return parse_scenario(read_text(file), file)
 
 
 def parse_scenario(text: str, file: str | Path = "<scenario>") -> Scenario:
     """Parse scenario YAML text; relative paths resolve against ``file``'s folder."""
+    return scenario_from_dict(scenario_mapping(text, file), file)
+
+
+def scenario_mapping(text: str, file: str | Path = "<scenario>") -> dict[str, Any]:
+    """Scenario YAML text as its raw mapping (YAML errors checked, fields not yet)."""
+    return parse_yaml_mapping(text, file, "a mapping of scenario keys")
+
+
+def read_text(file: Path) -> str:
+    """The file's text; :class:`ScenarioError` naming it when it cannot be read."""
+    try:
+        return file.read_text()
+    except OSError as exc:
+        raise ScenarioError(file, f"cannot read: {exc.strerror}") from None
+
+
+def parse_yaml_mapping(text: str, file: str | Path, expected: str) -> dict[str, Any]:
+    """YAML text whose top level is a mapping; :class:`ScenarioError` naming ``file``
+    (with the line and column of a syntax error) otherwise. ``expected`` says what the
+    top level should be, for the error."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -50,8 +66,8 @@ def parse_scenario(text: str, file: str | Path = "<scenario>") -> Scenario:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(file, f"not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise ScenarioError(file, "expected a mapping of scenario keys at the top level")
-    return scenario_from_dict(data, file)
+        raise ScenarioError(file, f"expected {expected} at the top level")
+    return data
 
 
 def scenario_from_dict(data: dict[str, Any], file: str | Path = "<scenario>") -> Scenario:

@@ -41,12 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from models import OrgUnit, Scenario, with_shares
 from scenarios.errors import ScenarioError, field_path, from_validation_error
-from scenarios.load import parse_scenario, resolve_path, scenario_from_dict
+from scenarios.load import read_text, resolve_path, scenario_from_dict, scenario_mapping
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,13 +103,10 @@ class SweepBase:
             file = "<scenario>"
         else:
             path = resolve_path(base)
-            try:
-                text = path.read_text()
-            except OSError as exc:
-                raise ScenarioError(path, f"cannot read: {exc.strerror}") from None
-            # The loader's own checks and messages (YAML position, field path) first.
-            parse_scenario(text, path)
-            data, file = yaml.safe_load(text), str(path.resolve())
+            data = scenario_mapping(read_text(path), path)
+            # The loader's own checks and messages (field path) before any point runs.
+            scenario_from_dict(data, path)
+            file = str(path.resolve())
         text = json.dumps(data, sort_keys=True, default=str)
         return cls(data=data, file=file, fingerprint=hashlib.sha256(text.encode()).hexdigest())
 

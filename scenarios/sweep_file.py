@@ -19,11 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scenarios.errors import ScenarioError, from_validation_error
-from scenarios.load import bundled_scenarios
+from scenarios.load import bundled_scenarios, parse_yaml_mapping, read_text
 from scenarios.sweep import SchedulerUnreachable, SweepBase, SweepError, SweepReport, run_sweep
 
 
@@ -116,18 +115,7 @@ class SweepFile:
 def load_sweep_file(path: str | Path) -> SweepFile:
     """Read and validate a sweep file. Raises :class:`ScenarioError` naming the field."""
     file = Path(path)
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        raise ScenarioError(file, f"cannot read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(file, f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(file, "expected a mapping with base, grid, policies... at the top level")
+    data = parse_yaml_mapping(read_text(file), file, "a mapping with base, grid, policies...")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:
