@@ -16,16 +16,20 @@ from .conftest import SnapBuilder
 from .test_properties import FailingBackend, check_plan
 
 
-class NoIncumbent:
-    """A backend that runs out of time before finding any solution."""
+class NoAnswer:
+    """A backend that returns no solution: by default it runs out of time first."""
 
-    name = "slow"
+    name = "no-answer"
+
+    def __init__(self, status: SolveStatus = SolveStatus.NO_SOLUTION, message: str = "time limit"):
+        self.status = status
+        self.message = message
 
     def is_available(self) -> bool:
         return True
 
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
-        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, time_limit, "time limit")
+        return SolveResult(self.status, None, None, None, time_limit, self.message)
 
 
 def busy_snapshot() -> Any:
@@ -55,7 +59,7 @@ def test_solver_error_falls_back_to_greedy() -> None:
 def test_no_incumbent_falls_back_to_greedy() -> None:
     """A time limit with no incumbent yields the greedy plan with status no_solution."""
     snapshot = busy_snapshot()
-    plan = plan_epoch(snapshot, backend=NoIncumbent())
+    plan = plan_epoch(snapshot, backend=NoAnswer())
     assert plan.solver.fallback
     assert plan.solver.status is SolveStatus.NO_SOLUTION
     check_plan(snapshot, plan)

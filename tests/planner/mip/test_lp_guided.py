@@ -9,13 +9,13 @@ import pytest
 
 from models import Snapshot, SolveStatus
 from planner.mip import LP_GUIDED_VARS, plan_epoch
-from planner.mip.backends import SolveResult
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
 from planner.mip.relax import dive, lp_available, neighbourhood, solve_relaxation
 
 from .conftest import SnapBuilder
+from .test_fallback import NoAnswer
 from .test_properties import check_plan
 
 pytestmark = pytest.mark.skipif(not lp_available(), reason="HiGHS (highspy) missing")
@@ -60,22 +60,11 @@ def test_medium_epoch_is_lp_guided_and_valid() -> None:
     check_plan(snapshot, plan)
 
 
-class DyingSearch:
-    """A backend whose solver process dies in every search (as OR-Tools#5288 does)."""
-
-    name = "dying"
-
-    def is_available(self) -> bool:
-        return True
-
-    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
-        return SolveResult(SolveStatus.ERROR, None, None, None, 0.0, "the solver process died")
-
-
 def test_a_dead_search_keeps_the_dive_plan() -> None:
     """When the neighbourhood search dies, the plan is the dive's, not the greedy fallback."""
     snapshot = medium_snapshot()
-    plan = plan_epoch(snapshot, backend=DyingSearch(), time_limit=10.0, rel_gap=0.0)
+    dying = NoAnswer(SolveStatus.ERROR, "the solver process died")
+    plan = plan_epoch(snapshot, backend=dying, time_limit=10.0, rel_gap=0.0)
     assert not plan.solver.fallback
     assert plan.solver.status is SolveStatus.FEASIBLE
     assert "without an answer (error: the solver process died)" in plan.solver.message
