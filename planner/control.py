@@ -26,12 +26,9 @@ started and finished entirely while no controller ran.
 from __future__ import annotations
 
 import functools
-import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 from models import Job, JobState, NodeState, Plan, Scenario, Snapshot
@@ -39,6 +36,7 @@ from planner.executors.protocol import Executor, ExecutorUnavailable, SupportsSu
 from planner.executors.state import ApplyReport, ClusterState, ObservedJob
 from planner.fairshare import job_rate, org_at, water_fill
 from planner.ledger import Ledger, Usage
+from planner.runstate import RunState  # noqa: F401 - re-exported for callers of the loop
 from planner.snapshot import build_snapshot
 
 _T = TypeVar("_T")
@@ -78,49 +76,6 @@ def live_scenario(scenario: Scenario, slice_seconds: float | None) -> Scenario:
         raise ValueError(f"slice_seconds must be positive, got {slice_seconds}")
     policy = scenario.policy.model_copy(update={"epoch": slice_seconds * scenario.policy.slices})
     return scenario.model_copy(update={"policy": policy})
-
-
-@dataclass
-class RunState:
-    """What a live run must remember across restarts besides the ledger.
-
-    ``origin`` is the wall-clock time of scenario time 0; ``submitted`` the scenario jobs
-    already handed to the cluster (so a job that has finished, and that the cluster has
-    forgotten, is not submitted again). Kept as JSON next to the ledger
-    (``LEDGER.run.json``), replaced atomically on every change.
-    """
-
-    origin: float
-    submitted: set[str] = field(default_factory=set)
-    path: Path | None = None
-
-    @classmethod
-    def load(cls, path: Path | None, now: float) -> RunState:
-        """The state kept at ``path``, or a new one starting ``now`` (saved there).
-
-        Raises
-        ------
-        ValueError
-            When the file exists but is not a run state (the message names it).
-        """
-        if path is not None:
-            try:
-                data = json.loads(path.read_text())
-                return cls(float(data["origin"]), set(map(str, data.get("submitted", []))), path)
-            except FileNotFoundError:
-                pass
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: not a gpuplan run state file ({exc})") from None
-        state = cls(now, set(), path)
-        state.save()
-        return state
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"origin": self.origin, "submitted": sorted(self.submitted)}))
-        os.replace(tmp, self.path)  # atomic: a crash never leaves half a file
 
 
 def live_jobs(scenario: Scenario, state: ClusterState, origin: float) -> tuple[JobState, ...]:

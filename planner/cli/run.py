@@ -47,11 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from planner.control import ControlLoop, RunState
+    from planner.control import ControlLoop
     from planner.executors import ExecutorError, default_registry
     from planner.ledger import Ledger
     from planner.mip import plan_epoch
     from planner.mip.backends import get_backend
+    from planner.runstate import RunState
 
     registry = default_registry()
     if args.list_executors:
