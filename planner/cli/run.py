@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import sys
 import time
 from pathlib import Path
 
-from models import Plan, Snapshot
 from planner.cli.errors import UsageError
 from planner.cli.table import format_table
 from scenarios import load_scenario
@@ -17,12 +18,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "run",
         help="run the control loop against a cluster (or a dry run)",
-        description="Repeat, epoch after epoch: observe the cluster, build the snapshot, "
-        "plan, apply each slice at its boundary, record usage in the ledger. Scenario jobs "
-        "are submitted (held) when their submit time comes. Scenario time counts from the "
-        "first run on the ledger (kept with the submitted jobs in LEDGER.run.json), so a "
-        "restarted run continues "
-        "where it stopped and loses no usage.",
+        description="Run the scheduler as a service against a cluster (or a dry run): "
+        "poll the cluster every --poll seconds, hand arrivals, completions and drains to the "
+        "scheduler, apply its decisions at once, and record usage in the ledger. The "
+        "scheduler is the one the simulator measures (--policy legacy|fairshare|mip). "
+        "Scenario jobs are submitted (held) when their submit time comes. Scenario time "
+        "counts from the first run on the ledger (kept with the submitted jobs in "
+        "LEDGER.run.json), so a restarted run continues where it stopped and loses no "
+        "usage. SIGTERM or SIGINT stops it cleanly; it runs until then, or for --epochs.",
     )
     p.add_argument("scenario", nargs="?", metavar="SCENARIO",
                    help="scenario YAML file (or a bundled scenario name); its clusters, org, "
@@ -32,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--executor-option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="option for the executor (repeatable); dryrun: log=PATH; slurm: "
                    "partition=, command=, node_map=planner=slurm,..., retries=, backoff=")
-    p.add_argument("--epochs", type=int, default=1, help="epochs to run (default 1)")
+    p.add_argument("--policy", default="mip", choices=("legacy", "fairshare", "mip"),
+                   help="scheduling policy (default mip)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="stop after this many epochs of time (default: run until stopped)")
+    p.add_argument("--poll", type=float, default=5.0, metavar="S",
+                   help="seconds between observations of the cluster (default 5)")
     p.add_argument("--slice-seconds", type=float, default=None,
                    help="slice length in seconds (default: the policy's epoch / slices)")
     p.add_argument("--ledger", default=None,
@@ -40,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "is kept in memory and lost at exit")
     p.add_argument("--backend", default="cpsat", help="MIP backend (default cpsat)")
     p.add_argument("--time-limit", type=float, default=10.0,
-                   help="seconds the planner may take per epoch (default 10)")
+                   help="mip: seconds the planner may take per epoch (default 10)")
     p.add_argument("--list-executors", action="store_true",
                    help="list the registered executors and exit")
     p.set_defaults(func=run)
@@ -50,7 +58,6 @@ def run(args: argparse.Namespace) -> int:
     from planner.control import ControlLoop
     from planner.executors import ExecutorError, default_registry
     from planner.ledger import Ledger
-    from planner.mip import plan_epoch
     from planner.mip.backends import get_backend
     from planner.runstate import RunState
 
@@ -63,12 +70,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.scenario is None:
         raise UsageError("run: a SCENARIO is required (or --list-executors)")
-    if args.epochs < 1:
+    if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
-    if args.slice_seconds is not None and args.slice_seconds <= 0:
-        raise UsageError(f"--slice-seconds must be positive, got {args.slice_seconds:g}")
-    if args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    if args.slice_seconds is not None and not (0 < args.slice_seconds < math.inf):
+        raise UsageError(f"--slice-seconds must be positive and finite, got {args.slice_seconds:g}")
+    if not 0 < args.time_limit < math.inf:
+        raise UsageError(f"--time-limit must be positive and finite, got {args.time_limit:g}")
+    if not 0 < args.poll < math.inf:
+        raise UsageError(f"--poll must be positive and finite, got {args.poll:g}")
     options: dict[str, str] = {}
     for item in args.executor_option:
         key, sep, value = item.partition("=")
@@ -100,29 +109,43 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
-    def plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
-        return plan_epoch(snapshot, backend=backend, time_limit=args.time_limit, previous=previous)
+    policy_options: dict[str, object] = {}
+    if args.policy == "mip":
+        policy_options = {"backend": backend, "time_limit": args.time_limit}
+    loop = ControlLoop(scenario, executor, ledger, policy=args.policy,
+                       policy_options=policy_options, run_state=run_state,
+                       slice_seconds=args.slice_seconds, poll=args.poll, progress=progress)
 
-    loop = ControlLoop(scenario, executor, ledger, plan=plan, run_state=run_state,
-                       slice_seconds=args.slice_seconds, progress=progress)
+    def stop(signum: int, _frame: object) -> None:
+        progress(f"received {signal.Signals(signum).name}: stopping")
+        loop.request_stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         summary = loop.run(args.epochs)
     except RuntimeError as exc:  # the executor's commands failing for good
         print(f"gpuplan: error: {exc}", file=sys.stderr)
         return 1
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         close = getattr(executor, "close", None)
         if callable(close):
             close()
     totals: dict[str, list[float]] = {}
-    for record in [*summary.catch_up, *(u for s in summary.slices for u in s.usage)]:
+    for record in ledger.records():
+        if record.start < summary.charged_from - 1e-9:
+            continue  # an earlier run's
         row = totals.setdefault(record.project, [0.0, 0.0, 0.0])
         row[0] += record.allocated_gpu_h
         row[1] += record.unallocated_gpu_h
         row[2] += record.owed_gpu_h
-    failed = sum(len(s.report.failed) for s in summary.slices if s.report is not None)
-    print(f"{args.epochs} epoch(s), {len(summary.slices)} slices on {executor.name}; "
-          f"{len(summary.submitted)} jobs submitted; {failed} failed actions")
+    kinds: dict[str, int] = {}
+    for decision in summary.decisions:
+        kinds[decision[1]] = kinds.get(decision[1], 0) + 1
+    done = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no decisions"
+    print(f"{summary.end - summary.start:.0f}s on {executor.name} under {args.policy}: "
+          f"{len(summary.submitted)} jobs submitted; {done}; {summary.failed} failed actions")
     if totals:
         print(format_table(
             ["project", "allocated GPU-h", "unallocated GPU-h", "owed GPU-h"],

@@ -9,8 +9,9 @@ object::
      "action": "start", "ok": true, "changed": true, "nodes": ["alpha-h100-000"],
      "native_id": "1", "detail": ""}
 
-Jobs with a known ``duration`` finish once they have run that long in total (their
-progress survives preemption, as for a resumable job that checkpoints).
+Jobs with a known ``duration`` finish once they have done that much work. Work survives
+a preemption the way the simulator assumes: a resumable job keeps its progress less the
+scenario's ``policy.restart_overhead``, a non-resumable one starts again from scratch.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ class _Record:
         if self.segment is not None:
             self.progress += now - self.segment
             self.segment = None
+
+    def requeue(self, now: float, overhead: float) -> None:
+        """Stop for good: keep the progress a restart keeps (the simulator's rule)."""
+        self.pause(now)
+        if self.job.resumable:
+            self.progress -= min(self.progress, overhead)
+        else:
+            self.progress = 0.0
 
 
 class DryRunExecutor:
@@ -133,7 +142,7 @@ class DryRunExecutor:
             else:
                 if rec.phase == "running":
                     rec.restarts += 1
-                rec.pause(state.at)
+                    rec.requeue(state.at, self.scenario.policy.restart_overhead)
                 rec.phase, rec.nodes, rec.run_start = "held", (), None
             done.append(ActionResult(job=step.job, action=step.action, ok=True, changed=True,
                                      nodes=step.nodes, native_id=step.native_id))

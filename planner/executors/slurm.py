@@ -261,10 +261,17 @@ class SlurmExecutor:
         state = self.observe()
         steps, results = reconcile(state, plan, slice_index)
         done = list(results)
+        requeued: set[str] = set()
         for step in steps:
             if step.action in ("start", "resume") and not step.in_place:
-                self._after_requeue_grace(state.job(step.job))
-            done.append(self._carry_out(step))
+                if step.job in requeued:  # moved: requeued a moment ago in this apply
+                    self.sleep(REQUEUE_GRACE)
+                else:
+                    self._after_requeue_grace(state.job(step.job))
+            result = self._carry_out(step)
+            if step.action == "preempt" and result.ok:
+                requeued.add(step.job)
+            done.append(result)
         return ApplyReport(slice_index=slice_index, at=state.at, results=tuple(done))
 
     # -- capabilities -----------------------------------------------------------------
