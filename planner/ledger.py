@@ -130,6 +130,41 @@ class Ledger:
             raise
 
     @classmethod
+    def open_read_only(cls, path: str | Path) -> Ledger:
+        """An existing ledger file, opened for reading only (``gpuplan status``, the app).
+
+        It never creates the file or changes it, and a live run may keep appending
+        while it is open (WAL: readers and the writer do not block each other).
+
+        Raises
+        ------
+        LedgerError
+            When the file does not exist or is not a gpuplan ledger (names the file).
+        """
+        source = Path(path)
+        if not source.is_file():
+            raise LedgerError(f"{source}: no such ledger file")
+        try:
+            conn = sqlite3.connect(
+                f"{source.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA busy_timeout=5000")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
+        ledger = cls._wrap(conn)
+        ledger.path = str(source)
+        try:
+            ledger._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise LedgerError(f"{source}: not a usable gpuplan ledger: {exc}") from None
+        except LedgerError:
+            conn.close()
+            raise
+        return ledger
+
+    @classmethod
     def _wrap(cls, conn: sqlite3.Connection) -> Ledger:
         ledger = cls.__new__(cls)
         ledger.path = ":memory:"
