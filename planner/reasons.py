@@ -156,6 +156,20 @@ def running_preemptible(*, charged: bool = True) -> str:
     return f"running preemptible ({why})"
 
 
+def running(contract_end: float | None, now: float, *, charged: bool = True,
+            tz: tzinfo | None = None) -> str:
+    """The line of a running job: under contract until ``contract_end``, else preemptible.
+
+    ``contract_end`` is POSIX (``ObservedJob.contract_end()``); ``None`` or infinity (a
+    contract known nowhere) reads as protected for as long as it runs.
+    """
+    if contract_end is None or contract_end == float("inf"):
+        return "running under contract (its minimum runtime is not known: never preempted)"
+    if now < contract_end:
+        return running_under_contract(contract_end, now=now, tz=tz)
+    return running_preemptible(charged=charged)
+
+
 def suspended(at: float | None = None, *, now: float | None = None, tz: tzinfo | None = None) -> str:
     """A job stopped in place, still holding its nodes."""
     return "suspended" + (f" at {clock_text(at, now=now, tz=tz)}" if at is not None else "")

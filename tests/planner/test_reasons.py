@@ -141,3 +141,10 @@ def test_many_takers_are_cut_to_three() -> None:
 def test_wait_text(seconds: float, text: str) -> None:
     """Waits read as seconds, minutes, hours and minutes, or days and hours."""
     assert reasons.wait_text(seconds) == text
+
+
+def test_running_picks_contract_or_preemptible_by_the_clock() -> None:
+    """A running job is under contract before its contract ends and preemptible after."""
+    assert reasons.running(T, T - 60, tz=UTC) == "running under contract until 14:05"
+    assert reasons.running(T, T + 60, charged=False, tz=UTC) == "running preemptible (unallocated, on idle GPUs)"
+    assert reasons.running(float("inf"), T).startswith("running under contract (its minimum runtime is not known")
