@@ -145,17 +145,33 @@ class Ledger:
         if not source.is_file():
             raise LedgerError(f"{source}: no such ledger file")
         try:
-            conn = sqlite3.connect(
-                f"{source.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA busy_timeout=5000")
-        except sqlite3.Error as exc:
+            return cls._read_only(source, immutable=False)
+        except sqlite3.OperationalError as exc:
+            # A WAL ledger with no writer attached has no -shm file, and a reader that may
+            # not create one (a user reading the service's ledger) cannot open it. With
+            # no -wal file either, the database file is the whole ledger: read it as is.
+            wal = source.with_name(source.name + "-wal")
+            if "readonly" not in str(exc) or wal.exists():
+                raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
+        try:
+            return cls._read_only(source, immutable=True)
+        except sqlite3.OperationalError as exc:
             raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
+
+    @classmethod
+    def _read_only(cls, source: Path, *, immutable: bool) -> Ledger:
+        conn = sqlite3.connect(
+            f"{source.resolve().as_uri()}?mode=ro{'&immutable=1' if immutable else ''}", uri=True,
+            isolation_level=None, check_same_thread=False,
+        )
         ledger = cls._wrap(conn)
         ledger.path = str(source)
         try:
+            conn.execute("PRAGMA busy_timeout=5000")
             ledger._ensure_schema()
+        except sqlite3.OperationalError:
+            conn.close()
+            raise
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise LedgerError(f"{source}: not a usable gpuplan ledger: {exc}") from None

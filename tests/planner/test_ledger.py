@@ -239,3 +239,4 @@ def test_open_read_only_refuses_a_file_that_is_not_a_ledger(tmp_path: Path) -> N
     path.write_text("hello")
     with pytest.raises(LedgerError, match="x.sqlite"):
         Ledger.open_read_only(path)
+
