@@ -66,3 +66,32 @@ def read_status(path: str | Path) -> LiveStatus:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise StatusFileError(f"{source}: not a gpuplan live status: {where}: {first['msg']}") from None
+
+
+class StatusBoard:
+    """The latest :class:`LiveStatus` of a run: kept for the metrics endpoint, written to a file.
+
+    The live loop calls :meth:`publish` after each decision; the metrics server reads
+    :meth:`latest` from its own thread (one reference swap: no lock, and a scrape never
+    waits on the loop).
+
+    Parameters
+    ----------
+    path
+        The status file (:func:`status_path` of the ledger), or ``None`` to keep the
+        status in memory only (a run without a ledger).
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._latest: LiveStatus | None = None
+
+    def publish(self, status: LiveStatus) -> None:
+        """Make ``status`` the latest and replace the status file with it."""
+        self._latest = status
+        if self.path is not None:
+            write_status(self.path, status)
+
+    def latest(self) -> LiveStatus | None:
+        """The last published status, ``None`` before the first."""
+        return self._latest

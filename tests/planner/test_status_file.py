@@ -15,7 +15,13 @@ from models import (
     QueuedJob,
     SchedulerCounters,
 )
-from planner.status_file import StatusFileError, read_status, status_path, write_status
+from planner.status_file import (
+    StatusBoard,
+    StatusFileError,
+    read_status,
+    status_path,
+    write_status,
+)
 
 
 def sample() -> LiveStatus:
@@ -83,3 +89,22 @@ def test_not_json_is_an_error(tmp_path: Path) -> None:
     path.write_text("garbage")
     with pytest.raises(StatusFileError, match=r"s\.json"):
         read_status(path)
+
+
+def test_board_keeps_the_latest_and_writes_it(tmp_path: Path) -> None:
+    """A board returns nothing before the first publish, then the last status, also on disk."""
+    path = tmp_path / "s.json"
+    board = StatusBoard(path)
+    assert board.latest() is None and not path.exists()
+    board.publish(sample())
+    board.publish(sample().model_copy(update={"at": 9000.0}))
+    assert board.latest() is not None and board.latest().at == 9000.0  # type: ignore[union-attr]
+    assert read_status(path).at == 9000.0
+
+
+def test_board_without_a_file_keeps_memory_only(tmp_path: Path) -> None:
+    """A board without a path (a run without a ledger) writes nothing."""
+    board = StatusBoard()
+    board.publish(sample())
+    assert board.latest() == sample()
+    assert list(tmp_path.iterdir()) == []
