@@ -29,10 +29,11 @@ REASON_SENTENCES: dict[PendingReason, str] = {
     PendingReason.BUDGET_EXHAUSTED: "its project's budget is used up, so it may only run on idle GPUs",
     PendingReason.FAIR_SHARE_RANK: "GPUs went to projects further below their fair share",
     PendingReason.MAINTENANCE: "the only nodes it fits on are drained for maintenance",
-    PendingReason.CONTRACTS: "the GPUs it needs are held by jobs inside their minimum runtime",
-    PendingReason.PRIORITY: "urgent or higher-priority work of its own project goes first",
+    PendingReason.CONTRACTS: "the GPUs are held by jobs still inside their minimum runtime",
+    PendingReason.PRIORITY: "higher-priority work of its own project went first",
 }
-"""The sentence for each pending reason when no numbers are known."""
+"""The sentence for each pending reason when no numbers are known (the app's plan view
+shows the same words, ``app_streamlit.planview.REASON_WORDS``)."""
 
 
 @dataclass(frozen=True)

@@ -105,3 +105,11 @@ def test_page_on_a_ledger_written_by_a_short_run(tmp_path: Path, capsys: pytest.
     assert set(owed["Project"]) == set(expected)
     if not status_path(path).exists():  # until gpuplan run writes the status file
         assert any("no live status" in w.value for w in at.warning)
+
+
+def test_plan_view_and_squeue_use_the_same_reason_words() -> None:
+    """The app's plan view says the same for each pending reason as squeue and gpuplan status."""
+    from app_streamlit.planview import REASON_WORDS
+    from planner.reasons import REASON_SENTENCES
+
+    assert REASON_WORDS == REASON_SENTENCES
