@@ -93,6 +93,7 @@ class DryRunExecutor:
             self._out = out if out is not None else sys.stdout
         self._jobs: dict[str, _Record] = {}
         self._drained: dict[str, str] = {}
+        self._reasons: dict[str, str] = {}
         self._next_id = 1
 
     # -- Executor ---------------------------------------------------------------------
@@ -198,6 +199,21 @@ class DryRunExecutor:
         changed = self._drained.pop(node, None) is not None
         return self._log(ActionResult(job="", action="undrain", ok=True, changed=changed,
                                       nodes=(node,)))
+
+    def set_reason(self, job: str, text: str) -> ActionResult:
+        """Keep ``text`` as ``job``'s state line; logged only when it changed."""
+        rec = self._jobs.get(job)
+        if rec is None:
+            return self._log(ActionResult(job=job, action="reason", ok=False, detail="no such job"))
+        if self._reasons.get(job) == text:
+            return ActionResult(job=job, action="reason", ok=True, native_id=rec.native_id, detail=text)
+        self._reasons[job] = text
+        return self._log(ActionResult(job=job, action="reason", ok=True, changed=True,
+                                      native_id=rec.native_id, detail=text))
+
+    def reason(self, job: str) -> str | None:
+        """The state line last set for ``job``, if any."""
+        return self._reasons.get(job)
 
     def close(self) -> None:
         """Close the log file if this executor opened it."""

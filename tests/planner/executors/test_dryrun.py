@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from models import Scenario
-from planner.executors import Executor, SupportsDrain, SupportsSubmit, SupportsSuspend
+from planner.executors import (
+    Executor,
+    SupportsDrain,
+    SupportsReasons,
+    SupportsSubmit,
+    SupportsSuspend,
+)
 from planner.executors.dryrun import DryRunExecutor
 
 
@@ -152,3 +158,26 @@ def test_log_file_is_appended(scenario: Scenario, tmp_path: Path, plans: Any) ->
         ex.submit(scenario.jobs[0])
         ex.close()
     assert [json.loads(x)["action"] for x in path.read_text().splitlines()] == ["submit", "submit"]
+
+
+def test_set_reason_is_kept_and_logged_only_when_it_changes(scenario: Scenario) -> None:
+    """dryrun keeps a job's state line; the same text again logs nothing and is unchanged."""
+    ex, out = _executor(scenario, Clock())
+    assert isinstance(ex, SupportsReasons)
+    before = len(_lines(out))
+    first = ex.set_reason("short", "waiting: every pool it may use is full")
+    again = ex.set_reason("short", "waiting: every pool it may use is full")
+    other = ex.set_reason("short", "running preemptible (past its minimum runtime)")
+    assert (first.changed, again.changed, other.changed) == (True, False, True)
+    logged = _lines(out)[before:]
+    assert [(line["action"], line["detail"]) for line in logged] == [
+        ("reason", "waiting: every pool it may use is full"),
+        ("reason", "running preemptible (past its minimum runtime)"),
+    ]
+    assert ex.reason("short") == "running preemptible (past its minimum runtime)"
+
+
+def test_set_reason_of_an_unknown_job_fails(scenario: Scenario) -> None:
+    """A reason for a job dryrun does not know is a failed result, not an exception."""
+    ex, _ = _executor(scenario, Clock())
+    assert not ex.set_reason("nope", "waiting").ok
