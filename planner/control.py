@@ -43,8 +43,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from models import Action, Assignment, Job, Plan, Pool, Scenario, Slice, SolverInfo, SolveStatus
-from planner.executors.protocol import Executor, ExecutorUnavailable, SupportsSubmit
+from models import (
+    Action,
+    Assignment,
+    Histogram,
+    Job,
+    Plan,
+    Pool,
+    Scenario,
+    SchedulerCounters,
+    Slice,
+    SolverInfo,
+    SolveStatus,
+)
+from planner.executors.protocol import (
+    Executor,
+    ExecutorUnavailable,
+    SupportsReasons,
+    SupportsSubmit,
+)
 from planner.executors.state import ApplyReport, ClusterState, ObservedJob
 from planner.ledger import Ledger
 from planner.runstate import RunState
@@ -59,6 +76,8 @@ from planner.scheduler import (
     make_policy,
 )
 from planner.scheduler.state import JobRun
+from planner.scheduler.status import job_class_latency, live_status
+from planner.status_file import StatusBoard
 
 _T = TypeVar("_T")
 
@@ -126,6 +145,9 @@ class ControlLoop:
         Waits between retries while the executor reports its controller unreachable.
     progress
         Receives one line per decision and per notable event (``None``: quiet).
+    status
+        Where the live status goes after each decision (``gpuplan status``, the metrics
+        endpoint and the app read it); ``None``: kept in memory only.
     """
 
     def __init__(
@@ -144,6 +166,7 @@ class ControlLoop:
         retry_backoff: float = 1.0,
         max_backoff: float = 30.0,
         progress: Callable[[str], None] | None = None,
+        status: StatusBoard | None = None,
     ) -> None:
         if not (poll > 0 and math.isfinite(poll)):
             raise ValueError(f"poll must be positive and finite, got {poll}")
@@ -169,6 +192,12 @@ class ControlLoop:
         self._observed_drained: set[str] = set()
         self._logged = 0
         self._applied: frozenset[tuple[str, tuple[str, ...]]] | None = None
+        self.status = status or StatusBoard()
+        self._counts: dict[str, int] = {}
+        self._latency: dict[str, Histogram] = {}
+        self._errors = 0
+        self._retries = 0
+        self._reasons: dict[str, str] = {}
 
     # -- time --------------------------------------------------------------------------
 
@@ -204,6 +233,7 @@ class ControlLoop:
             self._report_decisions(core, summary)
             if (stepped and self._desired_key(core) != self._applied) or self._diverged(core, state):
                 self._apply(core, now, summary)
+            self._publish(core)
             self._wait_until(min(now + self.poll, core.next_timer(), self._next_world_event(), end))
         stop_at = min(self.now(), end)
         core.flush(max(stop_at, core.now))
@@ -384,6 +414,7 @@ class ControlLoop:
             return
         self._applied = self._desired_key(core)
         summary.reports.append(report)
+        self._errors += len(report.failed)
         for r in report.failed:
             self.progress(f"t={now:.0f}s {r.action} {r.job}: failed: {r.detail}")
             run = core.by_id.get(r.job)
@@ -405,8 +436,39 @@ class ControlLoop:
                     self.progress(f"not applied, controller unreachable: {exc}")
                     return None
                 self.progress(f"controller unreachable, retrying in {delay:g}s")
+                self._retries += 1
                 self.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
+
+    def _publish(self, core: Scheduler) -> None:
+        """Publish the live status; tell the cluster each job's state line when it changed."""
+        status = live_status(core, wall=self.clock(), origin=self.origin, policy=self.policy_name,
+                             executor=self.executor.name, counters=self._counters(core))
+        self.status.publish(status)
+        if not isinstance(self.executor, SupportsReasons):
+            return
+        for line in status.jobs:
+            if self._reasons.get(line.job) == line.text:
+                continue
+            try:
+                result = self.executor.set_reason(line.job, line.text)
+            except ExecutorUnavailable:
+                return  # the next poll tries again
+            if result.ok:
+                self._reasons[line.job] = line.text
+
+    def _counters(self, core: Scheduler) -> SchedulerCounters:
+        plan = getattr(core.policy, "plan", None)
+        solver = plan.solver if isinstance(plan, Plan) else None
+        return SchedulerCounters(
+            plan_seconds=solver.seconds if solver is not None else None,
+            gap=solver.gap if solver is not None else None,
+            fallbacks_total=int(getattr(core.policy, "fallbacks", 0)),
+            decisions_total=dict(self._counts),
+            submit_to_start=dict(self._latency),
+            executor_errors_total=self._errors,
+            executor_retries_total=self._retries,
+        )
 
     def _report_decisions(self, core: Scheduler, summary: RunSummary) -> None:
         """One line per decision (and per finish or adoption), with job, action and reason."""
@@ -417,6 +479,11 @@ class ControlLoop:
             if event not in DECISION_EVENTS:
                 continue
             summary.decisions.append(row)
+            self._counts[event] = self._counts.get(event, 0) + 1
+            run = core.by_id.get(job)
+            if event == "start" and run is not None and run.first_start == t:
+                wait = job_class_latency(run)
+                self._latency[run.cls] = self._latency.get(run.cls, Histogram()).observe(wait)
             where = f" on {nodes}" if nodes and event not in ("finish",) else ""
             why = f" ({detail})" if detail else ""
             self.progress(f"t={t:.0f}s {event} {job} [{project}, {gpus} GPUs]{where}{why}")
@@ -436,6 +503,7 @@ class ControlLoop:
                 if self._stop:
                     raise
                 self.progress(f"controller unreachable, retrying in {delay:g}s: {exc}")
+                self._retries += 1
                 self.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
 

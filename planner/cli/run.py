@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--backend", default="cpsat", help="MIP backend (default cpsat)")
     p.add_argument("--time-limit", type=float, default=10.0,
                    help="mip: seconds the planner may take per epoch (default 10)")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics "
+                   "(docs/executors.md lists them)")
     p.add_argument("--list-executors", action="store_true",
                    help="list the registered executors and exit")
     p.set_defaults(func=run)
@@ -60,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from planner.ledger import Ledger
     from planner.mip.backends import get_backend
     from planner.runstate import RunState
+    from planner.status_file import StatusBoard, status_path
 
     registry = default_registry()
     if args.list_executors:
@@ -78,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be positive and finite, got {args.time_limit:g}")
     if not 0 < args.poll < math.inf:
         raise UsageError(f"--poll must be positive and finite, got {args.poll:g}")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
     options: dict[str, str] = {}
     for item in args.executor_option:
         key, sep, value = item.partition("=")
@@ -112,9 +118,20 @@ def run(args: argparse.Namespace) -> int:
     policy_options: dict[str, object] = {}
     if args.policy == "mip":
         policy_options = {"backend": backend, "time_limit": args.time_limit}
+    board = StatusBoard(status_path(args.ledger) if args.ledger is not None else None)
+    server = None
+    if args.metrics_port is not None:
+        from planner.metrics_export import serve
+
+        try:
+            server = serve(args.metrics_port, board.latest)
+        except OSError as exc:
+            raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen: {exc.strerror}") from None
+        progress(f"metrics at {server.url}")
     loop = ControlLoop(scenario, executor, ledger, policy=args.policy,
                        policy_options=policy_options, run_state=run_state,
-                       slice_seconds=args.slice_seconds, poll=args.poll, progress=progress)
+                       slice_seconds=args.slice_seconds, poll=args.poll, progress=progress,
+                       status=board)
 
     def stop(signum: int, _frame: object) -> None:
         progress(f"received {signal.Signals(signum).name}: stopping")
@@ -129,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if server is not None:
+            server.close()
         close = getattr(executor, "close", None)
         if callable(close):
             close()

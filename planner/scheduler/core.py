@@ -330,6 +330,7 @@ class Scheduler:
 
     def _submit(self, run: JobRun) -> None:
         run.status = "queued"
+        run.queued_at = self.now
         run.h100_demand = self.job_h100(run)
         self.demand_h100[run.job.project] += run.h100_demand
         self.record("submit", run)

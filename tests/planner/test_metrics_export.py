@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -123,46 +126,84 @@ def exporter() -> Iterator[int]:
     server.close()
 
 
+class Prometheus:
+    """Debian's Prometheus on a free loopback port, scraping ``target`` every second."""
+
+    def __init__(self, tmp_path: Path, target: int) -> None:
+        if PROMETHEUS is None:
+            pytest.skip("the prometheus binary is not installed (apt install prometheus; .ci/run does)")
+        self.port = _free_port()
+        config = tmp_path / "prometheus.yml"
+        config.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: gpuplan\n    static_configs:\n"
+            f"      - targets: ['127.0.0.1:{target}']\n"
+        )
+        self.log = tmp_path / "prometheus.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                 f"--web.listen-address=127.0.0.1:{self.port}"],
+                stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
+            )
+
+    def query(self, expr: str, want: float, seconds: float = 60) -> dict[str, object]:
+        """The first series of ``expr`` once its value is ``want`` (waits for scrapes)."""
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?query={urllib.parse.quote(expr)}"
+        deadline = time.monotonic() + seconds
+        seen: list[dict[str, object]] = []
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"prometheus exited: {self.log.read_text()[-2000:]}"
+            try:
+                seen = json.loads(urllib.request.urlopen(url, timeout=5).read())["data"]["result"]
+            except OSError:
+                seen = []  # not listening yet
+            if seen and float(seen[0]["value"][1]) == want:  # type: ignore[index]
+                return seen[0]
+            time.sleep(0.5)
+        raise AssertionError(f"{expr}: {seen} after {seconds:g} s, want {want}: "
+                             f"{self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
 @pytest.mark.timeout(120)
 def test_real_prometheus_scrapes_the_exporter(tmp_path: Path, exporter: int) -> None:
     """Debian's Prometheus scrapes the exporter and its HTTP API returns the project's series."""
-    if PROMETHEUS is None:
-        pytest.skip("the prometheus binary is not installed (apt install prometheus; .ci/run does)")
-    port = _free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: gpuplan\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter}']\n"
-    )
-    log = tmp_path / "prometheus.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
-        )
+    prom = Prometheus(tmp_path, exporter)
     try:
-        query = urllib.parse.quote('gpuplan_project_owed_gpu_hours{project="research/nlp"}')
-        url = f"http://127.0.0.1:{port}/api/v1/query?query={query}"
-        deadline = time.monotonic() + 60
-        result: list[dict[str, object]] = []
-        while time.monotonic() < deadline and not result:
-            assert proc.poll() is None, f"prometheus exited: {log.read_text()[-2000:]}"
-            try:
-                body = json.loads(urllib.request.urlopen(url, timeout=5).read())
-                result = body["data"]["result"]
-            except OSError:
-                pass  # not listening yet
-            if not result:
-                time.sleep(0.5)
-        assert result, f"no scrape within 60 s: {log.read_text()[-2000:]}"
-        assert result[0]["metric"]["job"] == "gpuplan"  # type: ignore[index]
-        assert float(result[0]["value"][1]) == 12.5  # type: ignore[index]
+        series = prom.query('gpuplan_project_owed_gpu_hours{project="research/nlp"}', 12.5)
+        assert series["metric"]["job"] == "gpuplan"  # type: ignore[index]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        prom.stop()
+
+
+@pytest.mark.timeout(150)
+def test_real_prometheus_scrapes_a_gpuplan_run(tmp_path: Path) -> None:
+    """``gpuplan run --metrics-port`` under test (tiny, dryrun, fairshare): Prometheus scrapes
+    it and sees research/nlp running its two first jobs (16 + 8 GPUs) and the pools' size."""
+    port = _free_port()
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "planner.cli", "run", "tiny", "--policy", "fairshare",
+         "--ledger", str(tmp_path / "l.sqlite"), "--poll", "1", "--metrics-port", str(port),
+         "-o", f"log={tmp_path / 'actions.jsonl'}"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(repo)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    prom = Prometheus(tmp_path, port)
+    try:
+        prom.query('gpuplan_project_running_gpus{project="research/nlp"}', 24)
+        prom.query('gpuplan_pool_capacity_gpus{cluster="alpha",gpu_type="H100"}', 32)
+        prom.query('gpuplan_scheduler_decisions_total{kind="start"}', 3)
+    finally:
+        prom.stop()
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=30)
+    assert run.returncode == 0, err
