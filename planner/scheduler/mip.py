@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from models import NodeState, Plan, Pool
 from planner.placement import place_gang
-from planner.scheduler.core import Scheduler, candidate_pools, try_place
+from planner.scheduler.core import Scheduler, candidate_pools
 from planner.scheduler.queues import (
     Shape,
     ShapeQueues,
@@ -69,6 +70,7 @@ class MipPolicy:
         holds: bool = True,
         hold_fraction: float = 0.25,
         hold_min_gpus: int = 32,
+        funded_lane: bool = True,
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -80,10 +82,14 @@ class MipPolicy:
         self.fallbacks = 0
         self.deviations = 0
         self.known_running: set[int] = set()  # jobs running when the current plan was made
-        # Per node, (start time, GPUs) of the plan's starts still to come this epoch
-        self.reserved: dict[str, list[tuple[float, int]]] = {}
+        # Per node, (start time, GPUs, funded) of the plan's starts still to come this epoch
+        self.reserved: dict[str, list[tuple[float, int, bool]]] = {}
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
+        self.inside: set[str] = set()  # projects running within their owed share (this slice)
+        self.owed: dict[str, float] = {}
+        self.planned: set[str] = set()  # jobs the plan runs from the current slice on
+        self._spare_wake = -math.inf
         self.queue = ShapeQueues(_key)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
@@ -94,6 +100,7 @@ class MipPolicy:
         self.hold_fraction = hold_fraction
         # Gangs of at least this many GPUs may get a hold (and need more than one node).
         self.hold_min_gpus = hold_min_gpus
+        self.funded_lane = funded_lane
         self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
         self.held: set[str] = set()
 
@@ -158,12 +165,15 @@ class MipPolicy:
 
     def on_wake(self, tag: Any, now: float) -> None:
         kind, k = tag
+        if kind == "spare":
+            return  # a spared victim may be displaced again: the pass that follows tries
         if kind == "epoch" or self.replan_slices:
             self._plan(now)
             self.slice_index = 0
         else:
             self.slice_index = k
         self._execute(now)
+        self._rank_free_victims()
         nxt = now + self.slice_len
         if kind == "epoch" and not self.replan_slices:
             for i in range(1, self.slices):
@@ -178,6 +188,7 @@ class MipPolicy:
         e = self.engine
         st = e.standings()
         self.ratio, self.order = fair_share_rank(e.projects, st)
+        self.owed = {p: s.owed_gpus for p, s in st.items()}
         self.victims.invalidate()
         snap = e.snapshot(st)
         if self.use_holds:
@@ -233,6 +244,8 @@ class MipPolicy:
         assert self.plan is not None
         self.reserved = {}
         seen: set[str] = set()
+        # Every job the plan runs from this slice on: the funded lane leaves them to it.
+        self.planned = {a.job for later in self.plan.slices[k:] for a in later.assignments}
         for later in self.plan.slices[k:]:
             at = max(later.start, e.now)
             for a in later.assignments:
@@ -243,7 +256,7 @@ class MipPolicy:
                 seen.add(a.job)
                 per_node = a.gpus if len(a.nodes) == 1 else e.cluster.nodes[a.nodes[0]].size
                 for n in a.nodes:
-                    self.reserved.setdefault(n, []).append((at, per_node))
+                    self.reserved.setdefault(n, []).append((at, per_node, a.charged))
 
     def _start_planned(self, run: JobRun, a: Any) -> bool:
         e = self.engine
@@ -261,7 +274,10 @@ class MipPolicy:
         if not ok:
             # Make room from backfilled work the plan did not know about.
             blockers = {i for n in nodes if n in cl.jobs_on for i in cl.jobs_on[n]}
-            movable = [e.runs[i] for i in blockers if i not in self.known_running]
+            # Only backfilled work the plan does not run in this slice: a planned job
+            # placed on other nodes a moment ago is not evicted again.
+            movable = [e.runs[i] for i in blockers
+                       if i not in self.known_running and e.runs[i].job.id not in self.want]
             if movable and all(self._may_preempt(v, for_plan=True) for v in movable):
                 for v in movable:
                     e.preempt(v, f"plan: {run.job.id} needs its nodes")
@@ -396,35 +412,129 @@ class MipPolicy:
     # -- backfill ----------------------------------------------------------------------
 
     def _level(self, v: JobRun) -> float:
-        """Victim level for the fast lane: a requester of ratio r may preempt v if > r."""
+        """Victim level for the lanes: a requester of ratio r may preempt v if > r."""
         return victim_level(self.engine, self.ratio, v)
 
     def _cost(self, v: JobRun) -> float:
-        # Unallocated first, then the lowest standing, then the fewest GPUs.
-        tier = 0.0 if not v.charged else 1e12 - min(self.ratio[v.job.project], 1e3) * 1e8
+        # Free work of projects above their owed share first, then free work inside its
+        # project's share (it is what that project is owed), then charged work of the
+        # lowest standing; fewest GPUs first within a tier.
+        if not v.charged:
+            tier = 0.0 if v.job.project not in self.inside else 1e11
+        else:
+            tier = 1e12 - min(self.ratio[v.job.project], 1e3) * 1e8
         return tier + v.job.gpus
+
+    def _rank_free_victims(self) -> None:
+        """Which projects run within their owed share once the slice's plan is applied:
+        their free work is the last free work the lanes displace."""
+        e = self.engine
+        running: dict[str, float] = {}
+        for r in e.running.values():
+            running[r.job.project] = running.get(r.job.project, 0.0) + r.job.gpus * r.rate
+        inside = {p for p, owed in self.owed.items() if running.get(p, 0.0) <= owed + 1e-9}
+        if inside != self.inside:
+            self.inside = inside
+            self.victims.invalidate()
+
+    def _young(self, v: JobRun) -> bool:
+        """Restarted less than a slice ago: the lanes leave it alone, so no job is
+        preempted twice within a slice (a first start may be displaced at once). A pass
+        is asked for when the first spared job becomes a victim again."""
+        now = self.engine.now
+        if v.restarts > 0 and now - v.run_start < self.slice_len:
+            until = v.run_start + self.slice_len
+            if until < self._spare_wake or self._spare_wake <= now:
+                self._spare_wake = until
+                self.engine.wake_at(until, ("spare", 0))
+            return True
+        return False
+
+    def _displace(self, run: JobRun, threshold: float, why: str,
+                  spare: Callable[[JobRun], bool] | None = None) -> bool:
+        """Start ``run`` in the room of the cheapest eligible victims, off held nodes and
+        never evicting work restarted less than a slice ago; the victims leave this
+        slice's plan (the next plan decides when they run again)."""
+        e = self.engine
+        found = self.victims.find(run, threshold, exclude=self.held, spare=spare or self._young)
+        if found is None:
+            return False
+        freed = tuple(n for v in found[1] for n in v.nodes)
+        for v in found[1]:
+            e.preempt(v, f"{why}: {run.job.id} ({run.job.project})")
+            self.want.pop(v.job.id, None)
+        placed = self._place_off_held(run, prefer=freed)
+        if placed is None:
+            return False
+        e.start(run, *placed, charged=run.job.allocated,
+                detail=("charged" if run.job.allocated else "unallocated") + f" {why}")
+        return True
+
+    def _place_off_held(
+        self, run: JobRun, prefer: tuple[str, ...] = ()
+    ) -> tuple[Pool, tuple[str, ...]] | None:
+        """A hole for ``run`` off held nodes, on the ``prefer`` nodes when they fit."""
+        for pool, ps in candidate_pools(self.engine, run.job):
+            free = {n: f for n, f in ps.open_free.items() if n not in self.held}
+            nodes = place_gang(free, ps.size, run.job.gpus, prefer)
+            if nodes is not None:
+                return pool, nodes
+        return None
 
     def _fast_lane(self) -> None:
         e = self.engine
         waiting = [r for r in self.fast.values() if r.status == "queued"]
         self.fast = {r.index: r for r in waiting}
-        if not waiting or e.preemptible_gpus == 0:
+        if not waiting:
             return
         waiting.sort(key=lambda r: (self.ratio[r.job.project], _key(r), r.index))
         for run in waiting:
             if run.job.id in self.want:
                 continue  # the plan starts it on its nodes
-            if self._backfill(run):
-                continue
-            found = self.victims.find(run, self.ratio[run.job.project])
-            if found is None:
-                continue
-            for v in found[1]:
-                e.preempt(v, f"fast lane: {run.job.id} ({run.job.project})")
-            placed = try_place(e, run)
-            if placed is not None:
-                e.start(run, *placed, charged=True, detail="charged fast-lane")
+            # Idle GPUs first, including those only a planned start of free work wants
+            # (it can wait; a debug job cannot), then the cheapest victims.
+            if self._backfill(run, fast=True):
                 del self.fast[run.index]
+                continue
+            if e.preemptible_gpus and self._displace(run, self.ratio[run.job.project], "fast lane"):
+                del self.fast[run.index]
+
+    def _funded_lane(self) -> None:
+        """Between plans, funded work of a project running below its owed share may
+        displace free work of projects running above theirs (never free work inside its
+        project's share, which is what that project is owed), instead of waiting next to
+        it for the next plan."""
+        e = self.engine
+        running: dict[str, float] = {}
+        free_work = False
+        for r in e.running.values():
+            running[r.job.project] = running.get(r.job.project, 0.0) + r.job.gpus * r.rate
+            free_work = free_work or not r.charged
+        if not free_work:
+            return
+        # Owed shares now (arrivals since the plan count), and who runs within them.
+        owed = e.owed_gpus()
+        inside = {p for p in e.projects if running.get(p, 0.0) <= owed.get(p, 0.0) + 1e-9}
+
+        def spare(v: JobRun) -> bool:
+            return v.charged or v.job.project in inside or self._young(v)
+
+        dead: set[Shape] = set()
+        skip: set[int] = set()
+        for project in self.order:
+            if running.get(project, 0.0) >= owed.get(project, 0.0):
+                continue
+            for shape, run in self.queue.iter_group(e, project, dead, skip):
+                below = running.get(project, 0.0) + e.job_h100(run) <= owed.get(project, 0.0) + 1e-9
+                if (not run.job.allocated or run.job.id in self.planned or run.index in self.fast
+                        or not below):
+                    skip.add(run.index)
+                elif self._displace(run, self.ratio[project], "funded lane", spare=spare):
+                    running[project] = running.get(project, 0.0) + run.job.gpus * (run.rate or 1.0)
+                else:
+                    dead.add(shape)
+                if e.preemptible_gpus == 0:
+                    return
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
         e = self.engine
@@ -432,29 +542,33 @@ class MipPolicy:
             self._start_holds()
         if self.fast:
             self._fast_lane()
-        if e.cluster.total_free == 0:
-            return
         if dirty:
             # Planned starts that found no room at the slice boundary may fit now.
-            for job_id, a in self.want.items():
+            for job_id, a in list(self.want.items()):
                 run = e.by_id.get(job_id)
                 if run is not None and run.status == "queued":
                     self._start_planned(run, a)
         if not dirty and not new:
             return
-        # Greedy backfill: fair-share order, idle GPUs the plan does not need, no preemption.
-        dead: set[Shape] = set()
-        skip: set[int] = set()
-        for project in self.order:
-            for shape, run in self.queue.iter_group(e, project, dead, skip):
-                if run.job.id in self.want:
-                    skip.add(run.index)  # planned now: only on its planned nodes
-                elif not self._backfill(run):
-                    dead.add(shape)
+        if e.cluster.total_free > 0:
+            # Greedy backfill: fair-share order, idle GPUs the plan does not need, no
+            # preemption.
+            dead: set[Shape] = set()
+            skip: set[int] = set()
+            for project in self.order:
+                for shape, run in self.queue.iter_group(e, project, dead, skip):
+                    if run.job.id in self.want:
+                        skip.add(run.index)  # planned now: only on its planned nodes
+                    elif not self._backfill(run):
+                        dead.add(shape)
+                    if e.cluster.total_free == 0:
+                        break
                 if e.cluster.total_free == 0:
-                    return
+                    break
+        if self.funded_lane and e.preemptible_gpus:
+            self._funded_lane()
 
-    def _unreserved(self, free: dict[str, int], run: JobRun) -> dict[str, int]:
+    def _unreserved(self, free: dict[str, int], run: JobRun, fast: bool = False) -> dict[str, int]:
         """Free GPUs ``run`` may backfill: those no planned start needs before the plan
         could take them back from it.
 
@@ -463,22 +577,28 @@ class MipPolicy:
         overhead for nothing (measured: free 32-GPU gangs restarted 20 times a day), so it
         uses GPUs not needed within a slice; resumable funded work only GPUs not needed
         before its minimum runtime ends; non-resumable funded work (which the plan never
-        preempts) none that are reserved.
+        preempts) none that are reserved. In the fast lane (``fast``), a debug job also
+        takes GPUs only planned starts of free work want, and those wanted only after
+        its declared end: a debug job is short, free work can wait.
         """
         job = run.job
+        now = self.engine.now
         if not job.allocated:
-            until = self.engine.now + self.slice_len
+            until = now + self.slice_len
         else:
-            until = self.engine.now + job.min_runtime if job.resumable else math.inf
+            until = now + job.min_runtime if job.resumable else math.inf
+        if fast and math.isfinite(run.remaining):
+            until = min(until, now + run.remaining)
         out: dict[str, int] = {}
         res = self.reserved
         for n, f in free.items():
-            need = sum(g for t, g in res.get(n, ()) if t < until) if n in res else 0
+            need = sum(g for t, g, funded in res.get(n, ()) if t < until and (funded or not fast)) \
+                if n in res else 0
             if f > need:
                 out[n] = f - need
         return out
 
-    def _backfill(self, run: JobRun) -> bool:
+    def _backfill(self, run: JobRun, fast: bool = False) -> bool:
         e = self.engine
         job = run.job
         for pool, ps in candidate_pools(e, job):
@@ -486,7 +606,7 @@ class MipPolicy:
             if self.held:
                 free = {n: f for n, f in free.items() if n not in self.held}
             if self.reserved:
-                free = self._unreserved(free, run)
+                free = self._unreserved(free, run, fast)
             nodes = place_gang(free, ps.size, job.gpus)
             if nodes is not None:
                 e.start(run, pool, nodes, charged=job.allocated,

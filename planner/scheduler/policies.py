@@ -34,7 +34,7 @@ OPTIONS = {
     "legacy": ("seed", "protected_fraction"),
     "fairshare": (),
     "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane", "holds",
-            "hold_fraction", "hold_min_gpus"),
+            "hold_fraction", "hold_min_gpus", "funded_lane"),
 }
 """The options each policy takes."""
 

@@ -168,21 +168,33 @@ class VictimIndex:
             self.nodes[name] = (clear, total, entries)
         e.touched.clear()
 
-    def find(self, run: JobRun, threshold: float) -> tuple[Pool, list[JobRun]] | None:
+    def find(
+        self,
+        run: JobRun,
+        threshold: float,
+        *,
+        exclude: set[str] | frozenset[str] = frozenset(),
+        spare: Callable[[JobRun], bool] | None = None,
+    ) -> tuple[Pool, list[JobRun]] | None:
         """The cheapest set of running jobs whose preemption opens a hole for ``run``.
 
-        Only non-drained nodes of allowed pools count. A gang that fits one node needs a
-        node whose free GPUs plus its eligible victims' GPUs reach its size; a multi-node
-        gang needs whole nodes whose every job is eligible.
+        Only non-drained nodes of allowed pools count, and none in ``exclude``. A gang
+        that fits one node needs a node whose free GPUs plus its eligible victims' GPUs
+        reach its size; a multi-node gang needs whole nodes whose every job is eligible.
+        ``spare(v)`` true makes a running job no victim this time (a rule that depends
+        on the clock, which the per-node cache does not hold).
         """
         self._refresh()
         e = self.engine
         cl = e.cluster
         job = run.job
         key = (job.gpu_types, job.clusters)
-        failed = self.failed.get(key, ())
+        # Failures are cached only for the plain search (the others depend on the caller).
+        plain = not exclude and spare is None
+        failed = self.failed.get(key, ()) if plain else ()
         if any(threshold >= t and job.gpus >= g for t, g in failed):
             return None
+        runs = e.runs
         best: tuple[float, Pool, list[int]] | None = None
         for pool, ps in cl.pools.items():
             if not job.allows(pool.cluster, pool.gpu_type):
@@ -190,7 +202,7 @@ class VictimIndex:
             max_size = cl.max_size[pool]
             if job.gpus <= max_size:
                 for name, size in ps.size.items():
-                    if name in cl.drained or size < job.gpus:
+                    if name in cl.drained or size < job.gpus or name in exclude:
                         continue
                     got = cl.free[name]
                     if got >= job.gpus:
@@ -198,7 +210,7 @@ class VictimIndex:
                     chosen: list[int] = []
                     total = 0.0
                     for c, lv, per_node, i in self.nodes[name][2]:
-                        if lv > threshold:
+                        if lv > threshold and (spare is None or not spare(runs[i])):
                             chosen.append(i)
                             got += per_node
                             total += c
@@ -211,8 +223,9 @@ class VictimIndex:
                 options = [
                     (self.nodes[name][1], name)
                     for name, size in ps.size.items()
-                    if size == max_size and name not in cl.drained
+                    if size == max_size and name not in cl.drained and name not in exclude
                     and self.nodes[name][0] > threshold
+                    and (spare is None or not any(spare(runs[x[3]]) for x in self.nodes[name][2]))
                 ]
                 if len(options) >= need:
                     picked = heapq.nsmallest(need, options)
@@ -221,6 +234,7 @@ class VictimIndex:
                         ids = sorted({x[3] for _, n in picked for x in self.nodes[n][2]})
                         best = (total, pool, ids)
         if best is None:
-            self.failed.setdefault(key, []).append((threshold, job.gpus))
+            if plain:
+                self.failed.setdefault(key, []).append((threshold, job.gpus))
             return None
         return best[1], [e.runs[i] for i in best[2]]

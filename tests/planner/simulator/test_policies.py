@@ -75,10 +75,11 @@ def test_mip_debug_job_uses_the_fast_lane_between_decision_points(scenario):
     assert check_result(s, r) == []
 
 
-def test_mip_without_fast_lane_waits_for_a_decision_point(scenario):
-    """With the fast lane off, the same debug job waits at least until a slice boundary."""
+def test_mip_without_the_lanes_waits_for_a_decision_point(scenario):
+    """With the fast lane and the funded lane off, the same debug job waits at least until
+    a slice boundary."""
     s = _busy_node_and_debug_job(scenario)
-    r = simulate(s, "mip", days=2 / 24, time_limit=5.0, fast_lane=False)
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0, fast_lane=False, funded_lane=False)
     assert r.jobs.set_index("job").loc["D", "wait_s"] >= s.policy.slice_length - 100
     assert check_result(s, r) == []
 

@@ -1,0 +1,226 @@
+"""Outcomes: ``legacy``, ``fairshare`` and ``mip`` side by side on every metric a user feels.
+
+For each scenario family it runs the three policies on several replicates and prints, per
+metric, the median and the range over the replicates, and whether ``mip`` is at least as
+good as ``fairshare`` beyond noise:
+
+- ``philly-week`` and ``ai2-like``, the bundled scenarios, full length (``--days`` cuts
+  them), replicated by perturbing every submit time by a seeded uniform +-5 min;
+- ``gang-heavy``: a generated 256-GPU institute (two clusters, H100 and B200) where about
+  half the GPU demand is in 64-256-GPU gangs, one replicate per generator seed;
+- ``bursty-debug``: a generated 128-GPU cluster kept full of batch work, with bursts of 30
+  debug jobs every 3 hours, one replicate per generator seed.
+
+Metrics: delivered over owed, worst project, occupancy, wait p50 and p90 per class
+(debug, batch, large), preemptions, restarts per job, preempted GPU-hours. Higher is
+better for the first three, lower for the rest. A metric is ``yes`` when mip's median is
+at least as good as fairshare's, ``noise`` when it is worse by less than the larger of
+the two ranges (the replicates do not separate them), ``NO`` otherwise.
+
+Usage::
+
+    python benchmarks/outcomes.py                       # everything (about an hour on 2 cores)
+    python benchmarks/outcomes.py --quick               # 2 replicates, 2 days of the bundled ones
+    python benchmarks/outcomes.py --families gang-heavy,bursty-debug --replicates 3
+    python benchmarks/outcomes.py --json out.json       # also write every figure
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from models import (  # noqa: E402
+    Cluster,
+    GenerateSpec,
+    Job,
+    NodeGroup,
+    OrgUnit,
+    Policy,
+    Scenario,
+    Workloads,
+)
+from planner.cli.table import format_table  # noqa: E402
+from planner.simulator import simulate  # noqa: E402
+from scenarios import load_scenario  # noqa: E402
+from scenarios.generate import generate_jobs  # noqa: E402
+
+POLICIES = ("legacy", "fairshare", "mip")
+HIGHER = ("delivered_over_owed", "worst_project", "occupancy")
+METRICS = (
+    "delivered_over_owed", "worst_project", "occupancy",
+    "debug_p50_s", "debug_p90_s", "batch_p50_s", "batch_p90_s", "large_p50_s", "large_p90_s",
+    "preemptions", "restarts_per_job", "preempted_gpu_h",
+)
+JITTER_S = 300.0
+
+
+def _mip_policy(scenario: Scenario) -> Scenario:
+    policy = scenario.policy.model_copy(update={"epoch": 3600.0, "slices": 4})
+    return scenario.model_copy(update={"policy": policy})
+
+
+def jittered(scenario: Scenario, seed: int) -> Scenario:
+    """Every submit time moved by a seeded uniform +-5 min (never before 0); seed 0: as is."""
+    if seed == 0:
+        return scenario
+    rng = np.random.default_rng(seed)
+    jobs = tuple(j.model_copy(update={"submit": max(0.0, round(j.submit + rng.uniform(-JITTER_S, JITTER_S)))})
+                 for j in scenario.jobs)
+    return scenario.model_copy(update={"workloads": Workloads(jobs=jobs)})
+
+
+def _org(n: int) -> tuple[OrgUnit, ...]:
+    programs = ("language", "vision", "robotics")
+    return tuple(
+        OrgUnit(name=p, share=1.0, children=tuple(
+            OrgUnit(name=f"team{k}", share=1.0 + k % 3) for k in range(n // len(programs))))
+        for p in programs
+    )
+
+
+def gang_heavy(seed: int) -> Scenario:
+    """256 GPUs; generated work where batch gangs of 16+ GPUs grow 4x (same GPU-time)."""
+    base = Scenario(
+        name="gang-heavy",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=16),)),
+                  Cluster(name="beta", node_groups=(NodeGroup(gpu_type="B200", nodes=16),))),
+        org=_org(12), policy=Policy(epoch=3600.0, slices=4),
+    )
+    jobs = generate_jobs(base, GenerateSpec(seed=seed, days=2, load=0.95, users=40, backlog=12 * 3600.0))
+    out: list[Job] = []
+    for j in jobs:
+        if j.min_runtime > 0 and 16 <= j.gpus < 64 and j.duration:
+            j = j.model_copy(update={"gpus": min(j.gpus * 4, 128), "duration": max(j.duration / 4, 600.0)})
+        out.append(j)
+    return base.model_copy(update={"workloads": Workloads(jobs=tuple(out))})
+
+
+def bursty_debug(seed: int) -> Scenario:
+    """128 GPUs kept full of generated work, plus 30 debug jobs every 3 h within 2 min."""
+    base = Scenario(
+        name="bursty-debug",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=16),)),),
+        org=_org(9), policy=Policy(epoch=3600.0, slices=4),
+    )
+    jobs = list(generate_jobs(base, GenerateSpec(seed=seed, days=2, load=1.1, users=30,
+                                                 backlog=24 * 3600.0)))
+    rng = np.random.default_rng(1000 + seed)
+    projects = base.projects
+    for burst in range(16):
+        t0 = burst * 3 * 3600.0 + 1800.0
+        for k in range(30):
+            jobs.append(Job(
+                id=f"burst{burst:02d}-{k:02d}", project=str(rng.choice(projects)),
+                gpus=int(rng.choice([1, 2, 4, 8])), submit=round(t0 + rng.uniform(0, 120)),
+                duration=round(rng.uniform(300, 1800)), min_runtime=float(rng.choice([300, 600, 900])),
+                resumable=False,
+            ))
+    jobs.sort(key=lambda j: j.submit)
+    return base.model_copy(update={"workloads": Workloads(jobs=tuple(jobs))})
+
+
+FAMILIES: dict[str, Callable[[int], Scenario]] = {
+    "philly-week": lambda seed: jittered(_mip_policy(load_scenario("philly-week")), seed),
+    "ai2-like": lambda seed: jittered(_mip_policy(load_scenario("ai2-like")), seed),
+    "gang-heavy": lambda seed: gang_heavy(seed + 1),
+    "bursty-debug": lambda seed: bursty_debug(seed + 1),
+}
+GENERATED_DAYS = 2.0
+
+
+def figures(summary: dict[str, Any]) -> dict[str, float | None]:
+    p50, p90 = summary["wait_p50_s"], summary["wait_p90_s"]
+    return {
+        "delivered_over_owed": summary["delivered_over_owed"],
+        "worst_project": summary["worst_project_delivered_over_owed"],
+        "occupancy": summary["occupancy"],
+        **{f"{c}_p50_s": p50.get(c) for c in ("debug", "batch", "large")},
+        **{f"{c}_p90_s": p90.get(c) for c in ("debug", "batch", "large")},
+        "preemptions": float(summary["preemptions"]),
+        "restarts_per_job": summary["restarts_per_job"],
+        "preempted_gpu_h": summary["preempted_gpu_h"],
+    }
+
+
+def verdict(metric: str, fair: list[float], mip: list[float]) -> str:
+    if not fair or not mip:
+        return "-"
+    f, m = statistics.median(fair), statistics.median(mip)
+    better = m >= f if metric in HIGHER else m <= f
+    if better:
+        return "yes"
+    noise = max(max(fair) - min(fair), max(mip) - min(mip))
+    return "noise" if abs(m - f) <= noise else "NO"
+
+
+def _shown(values: list[float]) -> str:
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    fmt = (lambda v: f"{v:.3f}") if abs(med) < 10 else (lambda v: f"{v:,.0f}")
+    if len(values) == 1 or min(values) == max(values):
+        return fmt(med)
+    return f"{fmt(med)} [{fmt(min(values))}-{fmt(max(values))}]"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--families", default=",".join(FAMILIES))
+    p.add_argument("--replicates", type=int, default=3)
+    p.add_argument("--days", type=float, default=None,
+                   help="simulated days of the bundled scenarios (default: full length)")
+    p.add_argument("--quick", action="store_true", help="2 replicates, 2 days of the bundled ones")
+    p.add_argument("--time-limit", type=float, default=3.0, help="mip: seconds per plan")
+    p.add_argument("--json", default=None, metavar="PATH", help="write every figure as JSON")
+    args = p.parse_args()
+    if args.quick:
+        args.replicates, args.days = 2, args.days or 2.0
+    names = [n for n in args.families.split(",") if n]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        p.error(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}")
+    print(f"outcomes: {args.replicates} replicates, mip {args.time_limit:g} s per plan, "
+          f"{os.cpu_count()} cores (shared; timings noisy)", flush=True)
+    everything: dict[str, Any] = {}
+    for name in names:
+        days = GENERATED_DAYS if name in ("gang-heavy", "bursty-debug") else args.days
+        runs: dict[str, list[dict[str, float | None]]] = {pol: [] for pol in POLICIES}
+        seconds: dict[str, list[float]] = {pol: [] for pol in POLICIES}
+        for rep in range(args.replicates):
+            scenario = FAMILIES[name](rep)
+            for pol in POLICIES:
+                opts = {"time_limit": args.time_limit} if pol == "mip" else {}
+                t0 = time.perf_counter()
+                result = simulate(scenario, pol, days=days, **opts)
+                seconds[pol].append(time.perf_counter() - t0)
+                runs[pol].append(figures(result.summary))
+                print(f"  {name} replicate {rep} {pol}: {seconds[pol][-1]:.0f} s", file=sys.stderr, flush=True)
+        rows = []
+        for metric in METRICS:
+            cols = {pol: [r[metric] for r in runs[pol] if r[metric] is not None] for pol in POLICIES}
+            rows.append([metric, *(_shown(cols[pol]) for pol in POLICIES),
+                         verdict(metric, cols["fairshare"], cols["mip"])])  # type: ignore[arg-type]
+        rows.append(["wall s (median)", *(f"{statistics.median(seconds[pol]):.0f}" for pol in POLICIES), ""])
+        print(f"\n{name} ({'full length' if days is None else f'{days:g} days'}; median [range] "
+              f"over {args.replicates} replicates)")
+        print(format_table(["metric", *POLICIES, "mip >= fairshare"], rows), flush=True)
+        everything[name] = {"days": days, "runs": runs, "seconds": seconds}
+    if args.json:
+        Path(args.json).write_text(json.dumps(everything, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

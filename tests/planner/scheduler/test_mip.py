@@ -1,0 +1,146 @@
+"""The ``mip`` policy's rules between plans: the fast lane, the funded lane, victims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from models import (
+    Assignment,
+    Cluster,
+    Job,
+    NodeGroup,
+    OrgUnit,
+    Plan,
+    Policy,
+    Scenario,
+    Slice,
+    SolverInfo,
+    SolveStatus,
+    Workloads,
+)
+from planner.scheduler import SUBMIT, Event, Scheduler
+from planner.scheduler.mip import MipPolicy
+from planner.scheduler.queues import fair_share_rank
+from planner.simulator import simulate
+from planner.simulator.validate import check_result
+
+H = 3600.0
+SLICE = 900.0
+
+
+def build(jobs: list[dict[str, Any]], nodes: int, shares: dict[str, float]) -> Scenario:
+    return Scenario(
+        name="lanes",
+        clusters=(Cluster(name="c", node_groups=(NodeGroup(gpu_type="H100", nodes=nodes),)),),
+        org=tuple(OrgUnit(name=p, share=v) for p, v in shares.items()),
+        policy=Policy(epoch=H, slices=4, restart_overhead=60.0),
+        workloads=Workloads(jobs=tuple(Job(**j) for j in jobs)),
+    )
+
+
+def events(s: Scenario, **options: Any) -> pd.DataFrame:
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0, backend="pulp", **options)
+    assert check_result(s, r) == []
+    return r.events
+
+
+def test_the_fast_lane_never_preempts_a_job_twice_within_a_slice() -> None:
+    """Free work evicted by one debug job and restarted is not evicted again by the next
+    debug job within the same slice: the second one waits."""
+    s = build([
+        {"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "D1", "project": "b", "gpus": 1, "duration": 120, "min_runtime": 120, "submit": 60},
+        {"id": "D2", "project": "b", "gpus": 1, "duration": 120, "min_runtime": 120, "submit": 300},
+    ], nodes=1, shares={"a": 1, "b": 1})
+    ev = events(s)
+    u = ev[(ev.job == "U") & (ev.event == "preempt")]
+    assert list(u[u.t < 180.0 + SLICE].t) == [60.0]  # by D1; not again by D2 within a slice
+    d2 = ev[(ev.job == "D2") & (ev.event == "start")]
+    # U restarted at 180 s and is spared a slice; D2 gets it the moment that ends.
+    assert float(d2.t.iloc[0]) == 180.0 + SLICE
+
+
+class HandPlanned(MipPolicy):
+    """``mip`` executing a plan given by hand instead of one from the solver."""
+
+    def __init__(self, plan: Plan, **options: Any) -> None:
+        super().__init__(holds=False, **options)
+        self.given = plan
+
+    def _plan(self, now: float) -> None:
+        e = self.engine
+        self.ratio, self.order = fair_share_rank(e.projects, e.standings())
+        self.owed = {p: 8.0 for p in e.projects}
+        self.plan = self.given
+        self.known_running = {r.index for r in e.running.values()}
+
+
+def _assign(job: str, project: str, node: str, gpus: int, charged: bool) -> Assignment:
+    return Assignment(job=job, project=project, cluster="c", gpu_type="H100", nodes=(node,),
+                      gpus=gpus, charged=charged)
+
+
+def test_a_job_evicted_by_the_fast_lane_is_not_put_back_by_the_plan_in_that_slice() -> None:
+    """The plan runs free U; a debug job evicts it; the plan's retry of its starts does not
+    put U back on the idle node a later planned start needs (where that start would
+    evict it again: the churn loop). U waits for the next slice."""
+    s = build([
+        {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "U", "project": "a", "gpus": 4, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "G", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "D", "project": "b", "gpus": 8, "duration": 1200, "min_runtime": 600, "submit": 60},
+    ], nodes=3, shares={"a": 1, "b": 1})
+    f, u, g = (_assign("F", "a", "c-h100-000", 8, True), _assign("U", "a", "c-h100-001", 4, False),
+               _assign("G", "a", "c-h100-002", 8, True))
+    plan = Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=(Slice(start=0, end=SLICE, assignments=(f, u)),
+                        *(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=(f, u, g))
+                          for k in (1, 2, 3))))
+    core = Scheduler(s, HandPlanned(plan))
+    core.step(0.0, [Event(SUBMIT, j) for j in ("F", "U", "G")])
+    core.step(60.0, [Event(SUBMIT, "D")])
+    log = [(t, ev, job, nodes) for t, ev, job, _p, _pool, nodes, *_ in core.log]
+    assert (60.0, "preempt", "U", "c-h100-001") in log
+    assert (60.0, "start", "D", "c-h100-001") in log
+    assert not [row for row in log if row[2] == "U" and row[1] == "resume"]
+    assert core.by_id["U"].status == "queued"
+
+
+def test_the_funded_lane_displaces_free_work_between_plans() -> None:
+    """A funded batch job arriving mid-slice on a cluster full of free work starts on
+    arrival; with the lane off it waits for the next slice's plan."""
+    jobs = [
+        {"id": "U1", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "U2", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "B", "project": "b", "gpus": 8, "duration": 2 * H, "min_runtime": H, "submit": 200},
+    ]
+    s = build(jobs, nodes=2, shares={"a": 1, "b": 1})
+    on = events(s)
+    assert float(on[(on.job == "B") & (on.event == "start")].t.iloc[0]) == 200.0
+    off = events(s, funded_lane=False)
+    assert float(off[(off.job == "B") & (off.event == "start")].t.iloc[0]) >= SLICE
+
+
+def test_free_work_inside_its_owed_share_is_the_last_free_victim() -> None:
+    """Of free jobs on full nodes, the lanes displace those of a project running above its
+    owed share, not the one of a project running within it."""
+    s = build([
+        {"id": "A", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "B1", "project": "b", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "B2", "project": "b", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "D", "project": "c", "gpus": 4, "duration": 600, "min_runtime": 300, "submit": 100},
+    ], nodes=3, shares={"a": 1, "b": 1, "c": 1})
+    plan = Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=tuple(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=(
+                    _assign("A", "a", "c-h100-000", 8, False), _assign("B1", "b", "c-h100-001", 8, False),
+                    _assign("B2", "b", "c-h100-002", 8, False))) for k in range(4)))
+    policy = HandPlanned(plan)
+    core = Scheduler(s, policy)
+    core.step(0.0, [Event(SUBMIT, j) for j in ("A", "B1", "B2")])
+    # Owed 8 GPUs each: a runs 8 (within), b runs 16 (above).
+    assert policy.inside == {"a", "c"}
+    core.step(100.0, [Event(SUBMIT, "D")])
+    victims = {row[2] for row in core.log if row[1] == "preempt"}
+    assert len(victims) == 1 and victims <= {"B1", "B2"}
