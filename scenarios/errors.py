@@ -6,8 +6,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from models.errors import GpuplanError
 
-class ScenarioError(Exception):
+
+class ScenarioError(GpuplanError):
     """Bad input. ``str()`` is the whole message the CLI prints (exit code 2)."""
 
     def __init__(self, file: str | Path | None, message: str) -> None:
