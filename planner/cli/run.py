@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from models import Plan, Snapshot
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
+from planner.cli.run_checks import prepare_run
 from planner.cli.table import format_table
 from scenarios import load_scenario
 
@@ -49,10 +50,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from planner.control import ControlLoop
     from planner.executors import ExecutorError, default_registry
-    from planner.ledger import Ledger
     from planner.mip import plan_epoch
     from planner.mip.backends import get_backend
-    from planner.runstate import RunState
 
     registry = default_registry()
     if args.list_executors:
@@ -65,10 +64,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("run: a SCENARIO is required (or --list-executors)")
     if args.epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
-    if args.slice_seconds is not None and args.slice_seconds <= 0:
-        raise UsageError(f"--slice-seconds must be positive, got {args.slice_seconds:g}")
-    if args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    if args.slice_seconds is not None:
+        require_positive("--slice-seconds", args.slice_seconds)
+    require_positive("--time-limit", args.time_limit)
     options: dict[str, str] = {}
     for item in args.executor_option:
         key, sep, value = item.partition("=")
@@ -90,15 +88,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.ledger is None:
         progress("note: no --ledger given; usage is kept in memory only")
-        ledger = Ledger()
-        state_file = None
-    else:
-        ledger = Ledger(args.ledger)
-        state_file = Path(f"{args.ledger}.run.json")
     try:
-        run_state = RunState.load(state_file, time.time())
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        # Every check that can be made before acting; creates nothing when one fails.
+        setup = prepare_run(args.executor, args.ledger, time.time(), observe=executor.observe)
+    except BaseException:
+        close = getattr(executor, "close", None)
+        if callable(close):
+            close()
+        raise
+    ledger, run_state = setup.ledger, setup.run_state
 
     def plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
         return plan_epoch(snapshot, backend=backend, time_limit=args.time_limit, previous=previous)
@@ -128,5 +126,5 @@ def run(args: argparse.Namespace) -> int:
             ["project", "allocated GPU-h", "unallocated GPU-h", "owed GPU-h"],
             [[p, *v] for p, v in sorted(totals.items())],
         ))
-    ledger.close()
+    setup.close()
     return 0

@@ -11,7 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from models.limits import MAX_DAYS
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
 from planner.cli.table import format_table
 from scenarios import load_scenario
 
@@ -88,10 +90,12 @@ def run(args: argparse.Namespace) -> int:
     from planner.simulator.report import summary_rows, write_report
 
     policies = parse_policies(args.policy)
-    if args.days is not None and not args.days > 0:
-        raise UsageError(f"--days: must be positive, got {args.days:g}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise UsageError(f"--time-limit: must be positive, got {args.time_limit:g}")
+    if args.days is not None:
+        require_positive("--days", args.days, maximum=MAX_DAYS)
+    if args.time_limit is not None:
+        require_positive("--time-limit", args.time_limit)
+    if args.seed < 0:
+        raise UsageError(f"--seed: must be 0 or more, got {args.seed}")
     if args.hold_fraction is not None and not 0 < args.hold_fraction <= 1:
         raise UsageError(f"--hold-fraction: must be in (0, 1], got {args.hold_fraction:g}")
     if args.backend not in ("cpsat", "pulp"):
