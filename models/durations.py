@@ -43,8 +43,8 @@ def _finite(seconds: float, given: object) -> float:
         out = float(seconds)
     except OverflowError:  # an int too large for a float
         out = math.inf
-    if math.isnan(out):
-        raise ValueError(f"expected a duration such as 90s, 15m, 2h or 7d, got {given!r}")
+    if math.isnan(out) or (math.isinf(out) and isinstance(given, float)):
+        raise ValueError(f"expected a finite duration such as 90s, 15m, 2h or 7d, got {given!r}")
     if not abs(out) <= MAX_SECONDS:
         raise ValueError(
             f"{given!r} is longer than the limit of {MAX_DAYS:g} days ({MAX_SECONDS:g}s)"

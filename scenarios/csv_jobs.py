@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from models import Job
 from models.limits import MAX_JOBS, MAX_TABLE_BYTES
 from scenarios.errors import ScenarioError, from_validation_error
-from scenarios.files import decode_text, read_bytes
+from scenarios.files import csv_problem, decode_text, read_bytes
 
 COLUMNS = (
     "id", "project", "user", "submit", "duration", "gpus", "gpu_types", "clusters",
@@ -71,7 +71,7 @@ def read_jobs_csv_rows(path: Path) -> tuple[list[Job], list[int]]:
             jobs.append(_job(path, line, dict(zip(header, cells, strict=True))))
             lines.append(line)
     except csv.Error as exc:
-        raise ScenarioError(path, f"row {reader.line_num}: not valid CSV: {exc}") from None
+        raise ScenarioError(path, f"row {last_line + 1}: {csv_problem(exc)}") from None
     if header is None:
         raise ScenarioError(path, "empty file: expected a header with the columns " + ", ".join(COLUMNS))
     if not jobs:

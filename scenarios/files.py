@@ -8,6 +8,7 @@ hanging, exhausting memory, or being half-read.
 
 from __future__ import annotations
 
+import csv
 import errno
 import os
 import stat
@@ -88,6 +89,16 @@ def decode_text(data: bytes, file: str | Path) -> str:
 def read_text(file: Path, limit: int = MAX_YAML_BYTES, what: str = "") -> str:
     """The UTF-8 text of a regular file of at most ``limit`` bytes."""
     return decode_text(read_bytes(file, limit, what), file)
+
+
+def csv_problem(exc: Exception) -> str:
+    """The csv module's error in words a user acts on."""
+    text = str(exc)
+    if "unexpected end of data" in text or "EOF inside string" in text:
+        return 'a quoted field is never closed (an unterminated ")'
+    if "field larger than field limit" in text:
+        return f"a field is longer than {csv.field_size_limit():,} characters (the limit)"
+    return f"not valid CSV: {text}"
 
 
 class _Refused(yaml.MarkedYAMLError):

@@ -67,7 +67,7 @@ from typing import Any
 from models import Job, JobKind, PhillySpec, Scenario, effective_shares
 from models.limits import MAX_DAYS, MAX_GPUS, MAX_JOBS, MAX_SECONDS, MAX_TABLE_BYTES
 from scenarios.errors import ScenarioError
-from scenarios.files import decode_text, read_bytes
+from scenarios.files import csv_problem, decode_text, read_bytes
 
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 """The columns a Philly trace must have."""
@@ -105,7 +105,7 @@ def read_trace(path: Path) -> list[TraceRow]:
     try:
         return _read_rows(path, reader)
     except csv.Error as exc:
-        raise ScenarioError(path, f"row {reader.line_num}: not valid CSV: {exc}") from None
+        raise ScenarioError(path, f"row {reader.line_num}: {csv_problem(exc)}") from None
 
 
 def _read_rows(path: Path, reader: Any) -> list[TraceRow]:

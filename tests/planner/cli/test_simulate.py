@@ -51,7 +51,9 @@ def test_simulate_without_out_prints_the_table_only(capsys: pytest.CaptureFixtur
     ("argv", "needle"),
     [
         (["simulate", "tiny", "--policy", "sjf"], "--policy: unknown policy 'sjf'"),
-        (["simulate", "tiny", "--days", "0"], "--days: must be positive"),
+        (["simulate", "tiny", "--days", "0"], "--days: must be a positive number"),
+        (["simulate", "tiny", "--days", "inf"], "--days: must be a positive number, got inf"),
+        (["simulate", "tiny", "--time-limit", "nan"], "--time-limit: must be a positive number"),
         (["simulate", "no-such-scenario"], "no-such-scenario"),
         (["simulate", "tiny", "--backend", "gurobi"], "--backend"),
     ],
