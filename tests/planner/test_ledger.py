@@ -322,9 +322,10 @@ def test_a_new_or_own_ledger_is_recognised(tmp_path: Path) -> None:
 def test_a_second_run_lock_is_refused(tmp_path: Path) -> None:
     """While one run holds the lock, a second lock fails, naming the holder's pid."""
     path = tmp_path / "ledger.db"
-    with lock_for_run(path):
-        with pytest.raises(LedgerError, match=rf"another gpuplan run is using this ledger \(pid {os.getpid()}\)"):
-            lock_for_run(path)
+    held = lock_for_run(path)
+    with pytest.raises(LedgerError, match=rf"another gpuplan run is using this ledger \(pid {os.getpid()}\)"):
+        lock_for_run(path)
+    held.release()
     lock_for_run(path).release()  # released: free again
 
 
