@@ -53,6 +53,11 @@ MAX_URGENT_CHARGE = 100.0
 MAX_PRIORITY = 1_000_000
 """Job priorities lie in ``[-MAX_PRIORITY, MAX_PRIORITY]``."""
 
+MAX_SIMULATED_SLICES = 400_000
+"""Most slices one simulation spans: the simulator charges usage at every slice, so its
+cost grows with them (ten years of the default 15-minute slices, 350,400, took about a
+minute on the tiny scenario, two shared cores)."""
+
 MAX_SEED = 2**63 - 1
 MAX_EPOCH_SECONDS = 7 * 86400.0
 MAX_LOOKBACK_SECONDS = 366 * 86400.0
