@@ -233,6 +233,15 @@ def parse_yaml_mapping(text: str, file: str | Path, expected: str) -> dict[str, 
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ScenarioError(file, f"{where}{exc.problem}") from None
+    except yaml.reader.ReaderError as exc:
+        # Its str() is two lines and counts characters; give line and column instead.
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise ScenarioError(
+            file, f"not valid YAML at line {line}, column {column}: the control character "
+            f"U+{code:04X} is not allowed"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -24,7 +24,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).with_name("_byte_fuzz_runner.py")
 SEED = 15
-CASES_PER_KIND = 60
+CASES_PER_KIND = 150
 
 TINY_TEXT = (REPO / "scenarios" / "tiny.yaml").read_text()
 CSV_TEXT = (

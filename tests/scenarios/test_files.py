@@ -188,3 +188,16 @@ def test_merge_keys_may_be_overridden(tmp_path: Path) -> None:
 def test_an_integer_of_thousands_of_digits_is_a_yaml_error(tmp_path: Path) -> None:
     """Python refuses to convert it; the error names the line and column."""
     assert "line 1, column 7: cannot read this value" in _error(tmp_path / "n.yaml", "name: " + "9" * 5000 + "\n")
+
+
+def test_a_control_character_is_named_by_line_and_column(tmp_path: Path) -> None:
+    """YAML's reader error (two lines, a character offset) becomes one line with a position."""
+    text = _error(tmp_path / "c.yaml", b"name: tiny\nclusters: x\x16y\n")
+    assert text.endswith("not valid YAML at line 2, column 12: the control character U+0016 is not allowed")
+
+
+def test_a_huge_quoted_value_does_not_make_a_huge_message(tmp_path: Path) -> None:
+    """A message quoting a 100 kB value from a damaged file is cut to one short line."""
+    text = _error(tmp_path / "big.yaml", TINY.replace("gpu_type: B200", "gpu_type: " + "X" * 100_000))
+    assert "unknown GPU type 'XXXX" in text and text.endswith("... (message cut)")
+    assert len(text) <= ScenarioError.MAX_MESSAGE + len(str(tmp_path / "big.yaml")) + 2
