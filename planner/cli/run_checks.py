@@ -66,6 +66,8 @@ def prepare_run(
         (``UsageError``, ``LedgerError``, ``RunStateError``) naming the file or option;
         when raised, no ledger, run-state or lock file has been created.
     """
+    if ledger_path is not None and not ledger_path.strip():
+        raise UsageError("--ledger: give a file path (leave the option out to keep usage in memory)")
     check_executor_installed(executor)
     state_file = Path(f"{ledger_path}.run.json") if ledger_path is not None else None
     if ledger_path is not None and state_file is not None:

@@ -129,3 +129,8 @@ def test_runs_one_after_the_other_share_the_ledger(tmp_path: Path, capsys: pytes
     assert main(_run(tmp_path)) == 0
     capsys.readouterr()
     assert {"ledger.db", "ledger.db.run.json", "ledger.db.lock"} <= _created(tmp_path)
+
+
+def test_an_empty_ledger_path_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--ledger ""` would be an SQLite temporary database and a `.run.json` in the cwd."""
+    _fails_cleanly(["run", "tiny", "--ledger", ""], capsys, "--ledger: give a file path")
