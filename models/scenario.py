@@ -270,6 +270,10 @@ def _check_scenario(s: Scenario) -> None:
 
         if job.id in seen:
             raise problem("id", f"duplicate job id {job.id!r}")
+        if job.submit < 0:
+            # A snapshot may hold work submitted before its epoch; a scenario's times
+            # count from its start.
+            raise problem("submit", f"must not be negative (times count from the scenario's start), got {job.submit:g}s")
         seen.add(job.id)
         if job.project not in projects:
             hint = " (it is a unit with children, not a project)" if job.project in units else ""

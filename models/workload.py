@@ -41,7 +41,7 @@ class Job(Input):
     gpus: Count = Field(ge=1, le=MAX_GPUS)
     gpu_types: tuple[str, ...] | None = None
     clusters: tuple[str, ...] | None = None
-    submit: Duration = Field(default=0.0, ge=0)
+    submit: Duration = 0.0
     duration: Duration | None = Field(default=None)
     min_runtime: Duration = 3600.0
     resumable: bool = False

@@ -80,7 +80,7 @@ def test_durations_past_the_limit_are_refused() -> None:
 def test_a_negative_submit_time_is_refused() -> None:
     """`submit: -5m` is refused as `duration: -5m` is."""
     job = dict(TINY["workloads"]["jobs"][0], submit="-5m")
-    assert "workloads.jobs[0].submit: Input should be greater than or equal to 0" in _error({"workloads.jobs.0": job})
+    assert "workloads.jobs[0] (id 'j1').submit: must not be negative" in _error({"workloads.jobs.0": job})
 
 
 @pytest.mark.parametrize(
