@@ -29,11 +29,9 @@ CLASSES = ("debug", "batch", "large", "all")
 
 def available_policies() -> tuple[str, ...]:
     """The schedulers of :data:`POLICIES` this installation can simulate, best first."""
-    import importlib.util
+    from planner.scheduler import POLICY_NAMES
 
-    return tuple(
-        p for p in POLICIES if importlib.util.find_spec(f"planner.simulator.policies.{p}") is not None
-    )
+    return tuple(p for p in POLICIES if p in POLICY_NAMES)
 
 CLASS_WORDS = (
     "Job classes: debug = 8 GPUs or fewer and a minimum runtime of 15 min or less; "

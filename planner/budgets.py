@@ -96,7 +96,8 @@ def charge(
 class UsageMeter:
     """Accumulates one interval's usage per project, then yields ledger records.
 
-    The simulator adds every run segment and the interval's owed GPUs, then calls
+    The scheduler (:mod:`planner.scheduler.core`) adds every run segment and the interval's
+    owed GPUs, then calls
     :meth:`flush` once per interval and hands the result to ``Ledger.record``.
 
     Parameters

@@ -1,60 +1,90 @@
-"""The live control loop: observe -> snapshot -> plan -> apply each slice -> record usage.
+"""The live driver: ``gpuplan run`` drives the one scheduler against a real cluster.
 
-``gpuplan run`` drives it. Each epoch:
+The scheduler (:class:`planner.scheduler.Scheduler`) and its policy are the very objects
+the simulator drives; this module only feeds them what happened on the cluster and makes
+the cluster run what they decided. Each turn of the loop:
 
-1. submit the scenario's jobs that have arrived and are not on the cluster yet (when
-   the executor can submit), then **observe** the cluster;
-2. build the **snapshot** from what was observed (:func:`live_snapshot`);
-3. **plan** the epoch (:func:`planner.mip.plan_epoch`);
-4. **apply** each slice at its boundary (retrying with backoff while the cluster's
-   controller is unreachable);
-5. at each slice's end, **record** the GPU time delivered in it in the ledger.
+1. **submit** the scenario's jobs whose submit time has come (held, when the executor
+   can submit);
+2. **observe** the cluster and turn what changed into events: a job the model runs that
+   the cluster reports finished (or no longer has), a managed job that appeared (an
+   arrival, adopted with the contract in its comment), nodes the cluster drained or
+   returned (and nodes where work outside the planner's convention runs, whose free GPUs
+   the planner cannot know), plus the scenario's maintenance windows as they open and
+   close;
+3. **step** the scheduler with those events at the current time: it fires its due timers
+   (contract ends, charge points, epoch and slice boundaries, where ``mip`` plans) and
+   makes one scheduling pass; with no event and no timer due, nothing is decided, so a
+   loop that polls every few seconds decides exactly what the simulator decides;
+4. **apply**: the executor is asked to run exactly the jobs the model runs, on their
+   nodes (one slice of a :class:`models.Plan`, reconciled with what the cluster reports,
+   so an apply after a crash repairs instead of repeating);
+5. **sleep** until the next poll (``poll`` seconds), the scheduler's next timer or the
+   next arrival, whichever comes first.
 
-Time: the loop runs in real time. Scenario time is wall-clock seconds since the run's
-*origin*, the moment the first ``gpuplan run`` on a ledger started. The origin, and the
-jobs already submitted, are kept next to the ledger (``LEDGER.run.json``,
-:class:`RunState`), so a restarted run continues the same timeline. ``slice_seconds`` sets the slice length (the epoch is ``policy.slices`` of
-them); the jobs' minimum runtimes are real seconds.
+Usage is charged by the scheduler itself into the ledger at every charge point (one
+slice apart) and when the loop stops, so the ledger has no gaps and a stop loses nothing.
 
-Restarts lose nothing: ledger records are committed when written (SQLite, WAL), and a
-restarted loop first records the interval since the ledger's last record for the jobs
-it finds running (from their observed start time), so the time they ran while no
-controller watched is charged too. What cannot be recovered is usage of jobs that
+Time: scenario time is wall-clock seconds since the run's *origin*, the moment the first
+``gpuplan run`` on a ledger started, kept with the jobs already submitted next to the
+ledger (``LEDGER.run.json``, :class:`planner.runstate.RunState`). A restarted loop finds
+the jobs still running, takes them into the model with their observed start (so their
+contracts hold), and charges them from the ledger's last record: the time they ran while
+no controller watched is charged too. What cannot be recovered is usage of jobs that
 started and finished entirely while no controller ran.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from models import Job, JobState, NodeState, Plan, Scenario, Snapshot
-from planner.executors.protocol import Executor, ExecutorUnavailable, SupportsSubmit
+from models import (
+    Action,
+    Assignment,
+    Histogram,
+    Job,
+    Plan,
+    Pool,
+    Scenario,
+    SchedulerCounters,
+    Slice,
+    SolverInfo,
+    SolveStatus,
+)
+from planner.executors.protocol import (
+    Executor,
+    ExecutorUnavailable,
+    SupportsReasons,
+    SupportsSubmit,
+)
 from planner.executors.state import ApplyReport, ClusterState, ObservedJob
-from planner.fairshare import job_rate, org_at, water_fill
-from planner.ledger import Ledger, Usage
-from planner.runstate import RunState  # noqa: F401 - re-exported for callers of the loop
-from planner.snapshot import build_snapshot
+from planner.ledger import Ledger
+from planner.runstate import RunState
+from planner.scheduler import (
+    DRAIN_END,
+    DRAIN_START,
+    FINISH,
+    SUBMIT,
+    Event,
+    Scheduler,
+    maintenance_events,
+    make_policy,
+)
+from planner.scheduler.state import JobRun
+from planner.scheduler.status import job_class_latency, live_status
+from planner.status_file import StatusBoard
 
 _T = TypeVar("_T")
 
-PlanFn = Callable[[Snapshot, Plan | None], Plan]
-"""Plans one epoch: ``(snapshot, previous plan) -> plan``."""
+__all__ = ["ControlLoop", "RunState", "RunSummary", "live_scenario"]
 
-
-@dataclass
-class SliceRecord:
-    """What happened in one slice: the apply report and the usage rows recorded."""
-
-    epoch: int
-    index: int
-    start: float
-    end: float
-    report: ApplyReport | None
-    usage: list[Usage] = field(default_factory=list)
+DECISION_EVENTS = ("start", "resume", "preempt", "hold", "release", "finish", "adopt")
+"""Event-log rows the loop reports as one line each."""
 
 
 @dataclass
@@ -62,57 +92,436 @@ class RunSummary:
     """Everything a run did, for the CLI's output and for tests."""
 
     origin: float
+    start: float = 0.0
+    end: float = 0.0
+    charged_from: float = 0.0  # where this run's ledger records begin (before start: catch-up)
+    decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    reports: list[ApplyReport] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
-    slices: list[SliceRecord] = field(default_factory=list)
-    catch_up: list[Usage] = field(default_factory=list)
     submitted: list[str] = field(default_factory=list)
+    polls: int = 0
+    stopped: bool = False
+
+    @property
+    def failed(self) -> int:
+        """Executor actions that failed."""
+        return sum(len(r.failed) for r in self.reports)
 
 
 def live_scenario(scenario: Scenario, slice_seconds: float | None) -> Scenario:
     """``scenario`` with the epoch set to ``policy.slices`` slices of ``slice_seconds``."""
     if slice_seconds is None:
         return scenario
-    if slice_seconds <= 0:
-        raise ValueError(f"slice_seconds must be positive, got {slice_seconds}")
+    if not (slice_seconds > 0 and math.isfinite(slice_seconds)):
+        raise ValueError(f"slice_seconds must be positive and finite, got {slice_seconds}")
     policy = scenario.policy.model_copy(update={"epoch": slice_seconds * scenario.policy.slices})
     return scenario.model_copy(update={"policy": policy})
 
 
-def live_jobs(scenario: Scenario, state: ClusterState, origin: float) -> tuple[JobState, ...]:
-    """The planner's view of the cluster's managed, unfinished jobs.
+class ControlLoop:
+    """Drives one scheduler against one executor until stopped (or for some epochs).
 
-    A job is the scenario's job of the same name (its duration dropped: unknown live),
-    or, for an adopted job, one built from what the cluster reports. Adopted jobs of a
-    project the org tree does not know are left out (they cannot be charged).
+    Parameters
+    ----------
+    scenario
+        Clusters, org, policy, and the jobs to submit (at their ``submit`` times).
+    executor
+        Carries the decisions out.
+    ledger
+        Where usage is recorded; its standings feed the policy.
+    policy, policy_options
+        The scheduling policy (``legacy``, ``fairshare`` or ``mip``) and its options,
+        exactly as the simulator takes them.
+    run_state
+        Origin (wall-clock time of scenario time 0) and jobs submitted so far; a new
+        in-memory one starting now when not given.
+    slice_seconds
+        Slice length (default: the policy's).
+    poll
+        Seconds between observations of the cluster.
+    clock, sleep
+        Injected for tests (a fake clock makes the loop instant).
+    retry_backoff, max_backoff
+        Waits between retries while the executor reports its controller unreachable.
+    progress
+        Receives one line per decision and per notable event (``None``: quiet).
+    status
+        Where the live status goes after each decision (``gpuplan status``, the metrics
+        endpoint and the app read it); ``None``: kept in memory only.
     """
-    specs = {j.id: j for j in scenario.jobs}
-    projects = set(scenario.projects)
-    nodes = {n.name: n for n in scenario.nodes}
-    out: list[JobState] = []
-    for ob in state.jobs:
-        if not ob.managed or ob.phase == "finished":
-            continue
-        job = _job_of(ob, specs.get(ob.job), scenario)
-        if job is None or job.project not in projects:
-            continue
-        # A suspended job still holds its nodes: the planner sees it there, and the
-        # next slice that keeps it resumes it in place.
-        if ob.phase in ("running", "suspended") and ob.nodes and all(n in nodes for n in ob.nodes):
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        executor: Executor,
+        ledger: Ledger,
+        *,
+        policy: str = "mip",
+        policy_options: dict[str, Any] | None = None,
+        run_state: RunState | None = None,
+        slice_seconds: float | None = None,
+        poll: float = 5.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        retry_backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        progress: Callable[[str], None] | None = None,
+        status: StatusBoard | None = None,
+    ) -> None:
+        if not (poll > 0 and math.isfinite(poll)):
+            raise ValueError(f"poll must be positive and finite, got {poll}")
+        self.scenario = live_scenario(scenario, slice_seconds)
+        self.executor = executor
+        self.ledger = ledger
+        self.policy_name = policy
+        self.policy_options = dict(policy_options or {})
+        self.clock = clock
+        self.sleep = sleep
+        self.poll = poll
+        self.run_state = run_state or RunState(clock())
+        self.origin = self.run_state.origin
+        self.retry_backoff = retry_backoff
+        self.max_backoff = max_backoff
+        self.progress = progress or (lambda _line: None)
+        self.core: Scheduler | None = None
+        self._stop = False
+        self._arrivals = sorted(self.scenario.jobs, key=lambda j: j.submit)
+        self._next_arrival = 0
+        self._maintenance = sorted(maintenance_events(self.scenario), key=lambda x: x[0])
+        self._next_maintenance = 0
+        self._observed_drained: set[str] = set()
+        self._logged = 0
+        self._applied: frozenset[tuple[str, tuple[str, ...]]] | None = None
+        self.status = status or StatusBoard()
+        self._counts: dict[str, int] = {}
+        self._latency: dict[str, Histogram] = {}
+        self._errors = 0
+        self._retries = 0
+        self._reasons: dict[str, str] = {}
+
+    # -- time --------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Scenario time now."""
+        return self.clock() - self.origin
+
+    def request_stop(self) -> None:
+        """Stop at the next moment nothing is half done (a signal handler calls this)."""
+        self._stop = True
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def run(self, epochs: int | None = None) -> RunSummary:
+        """Run until :meth:`request_stop` (or for ``epochs`` epochs of time).
+
+        Returns what was submitted, decided and applied.
+        """
+        start = self.now()
+        summary = RunSummary(origin=self.origin, start=start)
+        core = self._setup(start, summary)
+        end = start + epochs * self.scenario.policy.epoch if epochs is not None else math.inf
+        while not self._stop:
+            now = self.now()
+            if now >= end:
+                break
+            events = self._submit_arrivals(now, summary)
+            state = self._retry(self.executor.observe)
+            summary.polls += 1
+            events += self._observed_events(core, state)
+            events += self._maintenance_due(now)
+            stepped = core.step(now, events)
+            self._report_decisions(core, summary)
+            if (stepped and self._desired_key(core) != self._applied) or self._diverged(core, state):
+                self._apply(core, now, summary)
+            self._publish(core)
+            self._wait_until(min(now + self.poll, core.next_timer(), self._next_world_event(), end))
+        stop_at = min(self.now(), end)
+        core.flush(max(stop_at, core.now))
+        summary.end = core.now
+        summary.stopped = self._stop
+        self.progress(f"stopped at {summary.end:.0f}s: usage recorded up to then")
+        return summary
+
+    def _setup(self, now: float, summary: RunSummary) -> Scheduler:
+        """The scheduler, with the jobs the cluster runs now taken in as they are."""
+        state = self._retry(self.executor.observe)
+        span = self.ledger.span()
+        charged_until = span[1] if span is not None and 0 <= span[1] < now else None
+        core = Scheduler(self.scenario, make_policy(self.policy_name, **self.policy_options),
+                         ledger=self.ledger, start=now, charged_until=charged_until)
+        self.core = core
+        summary.charged_from = core.charged_from
+        nodes = {n.name: n for n in self.scenario.nodes}
+        for ob in state.jobs:
+            if not ob.managed or ob.phase == "finished":
+                continue
+            run = self._run_of(core, ob)
+            if run is None or ob.phase not in ("running", "suspended"):
+                continue
+            if not ob.nodes or not all(n in nodes for n in ob.nodes):
+                continue
             first = nodes[ob.nodes[0]]
-            out.append(JobState(
-                job=job, status="running",
-                run_start=(ob.run_start - origin) if ob.run_start is not None else None,
-                cluster=first.cluster, gpu_type=first.gpu_type, nodes=ob.nodes,
-                charged=job.allocated, restarts=ob.restarts,
+            run_start = (ob.run_start - self.origin) if ob.run_start is not None else now
+            try:
+                core.adopt(run, Pool(first.cluster, first.gpu_type), tuple(ob.nodes),
+                           min(run_start, now), restarts=ob.restarts)
+            except RuntimeError as exc:  # inconsistent with what was adopted before
+                self.progress(f"not adopted: {ob.job}: {exc}")
+        if charged_until is not None:
+            self.progress(f"restart: recorded from the ledger's last record at "
+                          f"{charged_until:.0f}s; {len(core.running)} running job(s) taken over")
+        # Arrivals submitted by an earlier run are not submitted again.
+        known = {j.job for j in state.jobs if j.managed and j.phase != "finished"}
+        gone = self.run_state.submitted - known
+        if gone:
+            self.progress(f"{len(gone)} job(s) submitted by an earlier run are no longer on "
+                          f"the cluster and are not submitted again: {', '.join(sorted(gone))}")
+        self._report_decisions(core, summary)
+        return core
+
+    def _run_of(self, core: Scheduler, ob: ObservedJob) -> JobRun | None:
+        """The model's run of an observed managed job (registered when new)."""
+        run = core.by_id.get(ob.job)
+        if run is not None:
+            return run
+        job = _adopted_job(ob, self.scenario)
+        if job is None or job.project not in core.demand_h100:
+            return None
+        return core.add_job(job)
+
+    def _submit_arrivals(self, now: float, summary: RunSummary) -> list[Event]:
+        """Submit the scenario's jobs with ``submit <= now`` not submitted before."""
+        events: list[Event] = []
+        arrivals = self._arrivals
+        can_submit = isinstance(self.executor, SupportsSubmit)
+        while self._next_arrival < len(arrivals) and arrivals[self._next_arrival].submit <= now:
+            job = arrivals[self._next_arrival]
+            self._next_arrival += 1
+            if job.id in self.run_state.submitted or not can_submit:
+                continue
+            assert isinstance(self.executor, SupportsSubmit)
+            result = self._retry(functools.partial(self.executor.submit, job))
+            if not result.ok:
+                self.progress(f"submit {job.id}: failed: {result.detail}")
+                continue
+            self.run_state.submitted.add(job.id)
+            self.run_state.save()
+            if result.changed:
+                summary.submitted.append(job.id)
+            events.append(Event(SUBMIT, job.id))
+        return events
+
+    def _observed_events(self, core: Scheduler, state: ClusterState) -> list[Event]:
+        """What the cluster shows changed since the model last matched it."""
+        events: list[Event] = []
+        seen: dict[str, ObservedJob] = {}
+        for ob in state.jobs:
+            if ob.managed:
+                live = seen.get(ob.job)
+                if live is None or live.phase == "finished":
+                    seen[ob.job] = ob
+        for name, ob in seen.items():
+            run = self._run_of(core, ob)
+            if run is None:
+                continue
+            if run.status == "future" and ob.phase in ("held", "pending"):
+                events.append(Event(SUBMIT, name))  # submitted to the cluster by a user
+        for run in list(core.running.values()):
+            ob_or_none = seen.get(run.job.id)
+            if ob_or_none is None or ob_or_none.phase == "finished":
+                events.append(Event(FINISH, run.job.id))
+            elif ob_or_none.phase == "running" and ob_or_none.run_start is not None:
+                core.started_at(run, ob_or_none.run_start - self.origin)
+        # Nodes that cannot take planned work: drained, unreported, or running others' jobs.
+        reported = {n.name for n in state.nodes}
+        drained = {n.name for n in state.nodes if n.drained}
+        drained |= {n.name for n in self.scenario.nodes if n.name not in reported}
+        drained |= {n for j in state.jobs if not j.managed and j.phase in ("running", "suspended")
+                    for n in j.nodes}
+        drained &= set(core.cluster.nodes)
+        if drained - self._observed_drained:
+            events.append(Event(DRAIN_START, ("cluster", tuple(sorted(drained - self._observed_drained)))))
+        if self._observed_drained - drained:
+            events.append(Event(DRAIN_END, ("cluster", tuple(sorted(self._observed_drained - drained)))))
+        self._observed_drained = drained
+        return events
+
+    def _maintenance_due(self, now: float) -> list[Event]:
+        out = []
+        while (self._next_maintenance < len(self._maintenance)
+               and self._maintenance[self._next_maintenance][0] <= now):
+            out.append(self._maintenance[self._next_maintenance][1])
+            self._next_maintenance += 1
+        return out
+
+    def _next_world_event(self) -> float:
+        nxt = math.inf
+        if self._next_arrival < len(self._arrivals):
+            nxt = self._arrivals[self._next_arrival].submit
+        if self._next_maintenance < len(self._maintenance):
+            nxt = min(nxt, self._maintenance[self._next_maintenance][0])
+        return nxt
+
+    # -- applying decisions --------------------------------------------------------------
+
+    def desired(self, core: Scheduler, now: float) -> Plan:
+        """What the cluster should run now: the model's running jobs on their nodes, as one
+        slice of a plan (lasting until the scheduler's next timer)."""
+        until = max(min(core.next_timer(), now + self.scenario.policy.slice_length), now + 1.0)
+        assignments = []
+        actions = []
+        for run in sorted(core.running.values(), key=lambda r: r.index):
+            assert run.pool is not None
+            assignments.append(Assignment(
+                job=run.job.id, project=run.job.project, cluster=run.pool.cluster,
+                gpu_type=run.pool.gpu_type, nodes=run.nodes, gpus=run.job.gpus,
+                charged=run.charged,
             ))
-        else:
-            out.append(JobState(job=job, status="queued", restarts=ob.restarts))
-    return tuple(out)
+            if run.restarts > 0:
+                actions.append(Action(job=run.job.id, action="resume", at=run.run_start))
+        # Non-resumable work the model moved off (maintenance, after its contract) is
+        # requeued on the cluster too: it restarts from scratch, as the contract allows.
+        for run in core.runs:
+            if run.status == "queued" and not run.job.resumable and run.preemptions > 0:
+                actions.append(Action(job=run.job.id, action="preempt", at=now))
+        return Plan(
+            epoch_start=now, epoch_end=until, origin=self.scenario.start,
+            slices=(Slice(start=now, end=until, assignments=tuple(assignments)),),
+            actions=tuple(actions),
+            solver=SolverInfo(backend=f"scheduler:{self.policy_name}", status=SolveStatus.TRIVIAL),
+        )
+
+    def _desired_key(self, core: Scheduler) -> frozenset[tuple[str, tuple[str, ...]]]:
+        return frozenset((r.job.id, r.nodes) for r in core.running.values())
+
+    def _diverged(self, core: Scheduler, state: ClusterState) -> bool:
+        """Whether the cluster runs something other than the model (retry the apply)."""
+        want = {r.job.id: set(r.nodes) for r in core.running.values()}
+        have = {j.job: set(j.nodes) for j in state.jobs
+                if j.managed and j.phase in ("running", "suspended")}
+        if any(have.get(job) != nodes for job, nodes in want.items()):
+            # Still starting: released and pinned to its nodes, Slurm launching it.
+            pending = {j.job: set(j.pinned) for j in state.jobs if j.managed and j.phase == "pending"}
+            return any(have.get(job) != nodes and pending.get(job) != nodes
+                       for job, nodes in want.items())
+        return any(job not in want for job in have if core.by_id.get(job) is not None
+                   and core.by_id[job].status == "queued" and core.by_id[job].job.resumable)
+
+    def _apply(self, core: Scheduler, now: float, summary: RunSummary) -> None:
+        plan = self.desired(core, now)
+        report = self._apply_retrying(plan)
+        if report is None:
+            return
+        self._applied = self._desired_key(core)
+        summary.reports.append(report)
+        self._errors += len(report.failed)
+        for r in report.failed:
+            self.progress(f"t={now:.0f}s {r.action} {r.job}: failed: {r.detail}")
+            run = core.by_id.get(r.job)
+            # A start the cluster refuses for good goes back to the queue; one that waits
+            # for a job still stopping is tried again at the next poll.
+            if (r.action in ("start", "resume") and run is not None and run.status == "running"
+                    and not r.detail.startswith("still stopping")):
+                core.preempt(run, f"executor: {r.detail}")
+                self._report_decisions(core, summary)
+
+    def _apply_retrying(self, plan: Plan) -> ApplyReport | None:
+        delay = self.retry_backoff
+        deadline = self.now() + self.scenario.policy.slice_length
+        while True:
+            try:
+                return self.executor.apply(plan, 0)
+            except ExecutorUnavailable as exc:
+                if self.now() + delay >= deadline:
+                    self.progress(f"not applied, controller unreachable: {exc}")
+                    return None
+                self.progress(f"controller unreachable, retrying in {delay:g}s")
+                self._retries += 1
+                self.sleep(delay)
+                delay = min(delay * 2, self.max_backoff)
+
+    def _publish(self, core: Scheduler) -> None:
+        """Publish the live status; tell the cluster each job's state line when it changed."""
+        status = live_status(core, wall=self.clock(), origin=self.origin, policy=self.policy_name,
+                             executor=self.executor.name, counters=self._counters(core))
+        self.status.publish(status)
+        if not isinstance(self.executor, SupportsReasons):
+            return
+        for line in status.jobs:
+            if self._reasons.get(line.job) == line.text:
+                continue
+            try:
+                result = self.executor.set_reason(line.job, line.text)
+            except ExecutorUnavailable:
+                return  # the next poll tries again
+            if result.ok:
+                self._reasons[line.job] = line.text
+
+    def _counters(self, core: Scheduler) -> SchedulerCounters:
+        plan = getattr(core.policy, "plan", None)
+        solver = plan.solver if isinstance(plan, Plan) else None
+        return SchedulerCounters(
+            plan_seconds=solver.seconds if solver is not None else None,
+            gap=solver.gap if solver is not None else None,
+            fallbacks_total=int(getattr(core.policy, "fallbacks", 0)),
+            decisions_total=dict(self._counts),
+            submit_to_start=dict(self._latency),
+            executor_errors_total=self._errors,
+            executor_retries_total=self._retries,
+        )
+
+    def _report_decisions(self, core: Scheduler, summary: RunSummary) -> None:
+        """One line per decision (and per finish or adoption), with job, action and reason."""
+        for row in core.log[self._logged:]:
+            t, event, job, project, _pool, nodes, gpus, _per_node, detail = row
+            if event == "plan":
+                self.progress(f"t={t:.0f}s plan: {detail}")
+            if event not in DECISION_EVENTS:
+                continue
+            summary.decisions.append(row)
+            self._counts[event] = self._counts.get(event, 0) + 1
+            run = core.by_id.get(job)
+            if event == "start" and run is not None and run.first_start == t:
+                wait = job_class_latency(run)
+                self._latency[run.cls] = self._latency.get(run.cls, Histogram()).observe(wait)
+            where = f" on {nodes}" if nodes and event not in ("finish",) else ""
+            why = f" ({detail})" if detail else ""
+            self.progress(f"t={t:.0f}s {event} {job} [{project}, {gpus} GPUs]{where}{why}")
+        self._logged = len(core.log)
+        plan = getattr(core.policy, "plan", None)
+        if isinstance(plan, Plan) and (not summary.plans or summary.plans[-1] is not plan):
+            summary.plans.append(plan)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _retry(self, call: Callable[[], _T]) -> _T:
+        delay = self.retry_backoff
+        while True:
+            try:
+                return call()
+            except ExecutorUnavailable as exc:
+                if self._stop:
+                    raise
+                self.progress(f"controller unreachable, retrying in {delay:g}s: {exc}")
+                self._retries += 1
+                self.sleep(delay)
+                delay = min(delay * 2, self.max_backoff)
+
+    def _wait_until(self, t: float) -> None:
+        """Sleep until scenario time ``t``, in short steps so a stop request is seen."""
+        while not self._stop:
+            wait = t - self.now()
+            if wait <= 0:
+                return
+            self.sleep(min(wait, 0.5) if self.sleep is time.sleep else wait)
 
 
-def _job_of(ob: ObservedJob, spec: Job | None, scenario: Scenario) -> Job | None:
-    if spec is not None:
-        return spec.model_copy(update={"duration": None})
+def _adopted_job(ob: ObservedJob, scenario: Scenario) -> Job | None:
+    """The planner job of an observed managed job: the scenario's job of that name (with
+    its declared duration), or one built from what the cluster reports."""
+    for job in scenario.jobs:
+        if job.id == ob.job:
+            return job
     if ob.project is None or ob.gpus <= 0:
         return None
     try:
@@ -123,280 +532,3 @@ def _job_of(ob: ObservedJob, spec: Job | None, scenario: Scenario) -> Job | None
         )
     except ValueError:
         return None
-
-
-def live_demand(scenario: Scenario, jobs: tuple[JobState, ...]) -> dict[str, float]:
-    """H100-equivalent GPUs each project's funded live jobs want (as ``demand_at`` counts)."""
-    demand: dict[str, float] = {}
-    for js in jobs:
-        if js.job.allocated:
-            demand[js.job.project] = demand.get(js.job.project, 0.0) + js.job.gpus * job_rate(scenario, js.job)
-    return demand
-
-
-def live_snapshot(
-    scenario: Scenario, state: ClusterState, origin: float, now: float, ledger: Ledger | None
-) -> Snapshot:
-    """The snapshot of the observed cluster at scenario time ``now``.
-
-    Nodes the cluster reports drained (or does not report at all) are drained from
-    ``now`` on, open-ended, on top of the scenario's maintenance windows, so the
-    planner gives them no new work and moves work off them as contracts allow. So are
-    nodes where jobs outside the planner's convention run: the planner cannot see how
-    much of such a node is left, and must not plan on GPUs it does not control.
-    """
-    jobs = live_jobs(scenario, state, origin)
-    snap = build_snapshot(scenario, now, jobs, ledger=ledger, demand=live_demand(scenario, jobs))
-    observed = {n.name: n for n in state.nodes}
-    foreign = {
-        n for j in state.jobs if not j.managed and j.phase in ("running", "suspended") for n in j.nodes
-    }
-    nodes = []
-    for ns in snap.nodes:
-        seen = observed.get(ns.node.name)
-        if seen is None or seen.drained or ns.node.name in foreign:
-            start = now if ns.drain_start is None else min(ns.drain_start, now)
-            nodes.append(NodeState(node=ns.node, drain_start=start, drain_end=None))
-        else:
-            nodes.append(ns)
-    return snap.model_copy(update={"nodes": tuple(nodes)})
-
-
-def usage_rows(
-    scenario: Scenario, state: ClusterState, origin: float, start: float, end: float
-) -> list[Usage]:
-    """Usage of ``[start, end)`` (scenario time) from the jobs ``state`` shows running.
-
-    Each running managed job (not a suspended one) counts from ``max(start, its run start)`` to ``end`` at its
-    GPUs times its nodes' rate: charged (urgent work at ``policy.urgent_charge``) when
-    funded, unallocated when free. Owed hours are the water-filled share of the demand
-    the observed queue makes.
-    """
-    if end <= start:
-        return []
-    nodes = {n.name: n for n in scenario.nodes}
-    jobs = live_jobs(scenario, state, origin)
-    computing = {j.job for j in state.jobs if j.managed and j.phase == "running"}
-    acc: dict[str, list[float]] = {}
-    for js in jobs:
-        if js.status != "running" or not js.nodes or js.job.id not in computing:
-            continue
-        since = max(start, js.run_start if js.run_start is not None else start)
-        hours = max(end - since, 0.0) / 3600.0
-        gpu_h = js.job.gpus * scenario.rate(nodes[js.nodes[0]].gpu_type) * hours
-        row = acc.setdefault(js.job.project, [0.0, 0.0, 0.0])
-        if js.job.allocated:
-            row[0] += gpu_h
-            row[1] += gpu_h * (scenario.policy.urgent_charge if js.job.urgent else 1.0)
-        else:
-            row[2] += gpu_h
-    owed = water_fill(org_at(scenario, start), live_demand(scenario, jobs), scenario.capacity_h100())
-    hours = (end - start) / 3600.0
-    out = []
-    for project in scenario.projects:
-        a, c, u = acc.get(project, [0.0, 0.0, 0.0])
-        o = owed.get(project, 0.0) * hours
-        if a or u or o:
-            out.append(Usage(project, start, end, allocated_gpu_h=a, charged_gpu_h=c,
-                             unallocated_gpu_h=u, owed_gpu_h=o))
-    return out
-
-
-class ControlLoop:
-    """Runs epochs of observe -> plan -> apply -> record against one executor.
-
-    Parameters
-    ----------
-    scenario
-        Clusters, org, policy, and the jobs to submit (at their ``submit`` times).
-    executor
-        Carries the plans out.
-    ledger
-        Where usage is recorded; its standings feed the next epoch's plan.
-    plan
-        ``(snapshot, previous) -> Plan``; defaults to :func:`planner.mip.plan_epoch`.
-    run_state
-        Origin (wall-clock time of scenario time 0) and jobs submitted so far; a new
-        in-memory one starting now when not given.
-    slice_seconds
-        Slice length (default: the policy's).
-    clock, sleep
-        Injected for tests (a fake clock makes the loop instant).
-    retry_backoff, max_backoff
-        Waits between retries while the executor reports its controller unreachable.
-    progress
-        Receives one line per slice (``None``: quiet).
-    """
-
-    def __init__(
-        self,
-        scenario: Scenario,
-        executor: Executor,
-        ledger: Ledger,
-        *,
-        plan: PlanFn | None = None,
-        run_state: RunState | None = None,
-        slice_seconds: float | None = None,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-        retry_backoff: float = 1.0,
-        max_backoff: float = 30.0,
-        progress: Callable[[str], None] | None = None,
-    ) -> None:
-        self.scenario = live_scenario(scenario, slice_seconds)
-        self.executor = executor
-        self.ledger = ledger
-        self.plan_fn = plan or _default_plan
-        self.clock = clock
-        self.sleep = sleep
-        self.run_state = run_state or RunState(clock())
-        self.origin = self.run_state.origin
-        self.retry_backoff = retry_backoff
-        self.max_backoff = max_backoff
-        self.progress = progress or (lambda _line: None)
-        self._recorded_until: float | None = None
-        self._told_gone = False
-
-    def now(self) -> float:
-        """Scenario time now."""
-        return self.clock() - self.origin
-
-    def run(self, epochs: int = 1) -> RunSummary:
-        """Run ``epochs`` epochs back to back; returns what was planned, done and recorded."""
-        summary = RunSummary(origin=self.origin)
-        summary.catch_up = self.catch_up()
-        previous: Plan | None = None
-        for epoch in range(epochs):
-            # 1. Arrivals, then observe.
-            summary.submitted += self.submit_arrivals(self.now())
-            state = self._retry(self.executor.observe)
-            # 2-3. Snapshot and plan. The epoch starts now (after any catch-up or wait).
-            t0 = self.now()
-            snapshot = live_snapshot(self.scenario, state, self.origin, t0, self.ledger)
-            plan = self.plan_fn(snapshot, previous)
-            summary.plans.append(plan)
-            self.progress(
-                f"epoch {epoch + 1}: planned {len(plan.slices)} slices in {plan.solver.seconds:.2f}s "
-                f"({plan.solver.backend}, {plan.solver.status}"
-                f"{', fallback' if plan.solver.fallback else ''}), {len(plan.pending)} waiting"
-            )
-            # 4-5. Apply each slice at its boundary; record its usage at its end.
-            for index, chosen in enumerate(plan.slices):
-                self._sleep_until(chosen.start)
-                report = self._apply(plan, index, chosen.end)
-                self._sleep_until(chosen.end)
-                state = self._retry(self.executor.observe)
-                # From the end of the last record, so the moments spent observing and
-                # planning between epochs are recorded too: the ledger has no gaps.
-                since = self._recorded_until if self._recorded_until is not None else chosen.start
-                rows = usage_rows(self.scenario, state, self.origin, since, chosen.end)
-                self.ledger.record(rows)
-                self._recorded_until = chosen.end
-                summary.slices.append(SliceRecord(epoch, index, chosen.start, chosen.end, report, rows))
-                self.progress(_slice_line(epoch, index, len(plan.slices), report, rows))
-            previous = plan
-        return summary
-
-    def catch_up(self) -> list[Usage]:
-        """Record usage since the ledger's last record, for jobs running now (after a restart)."""
-        span = self.ledger.span()
-        now = self.now()
-        if span is None or not 0 <= span[1] < now:
-            return []
-        state = self._retry(self.executor.observe)
-        rows = usage_rows(self.scenario, state, self.origin, span[1], now)
-        self.ledger.record(rows)
-        self._recorded_until = now
-        if rows:
-            self.progress(f"restart: recorded {now - span[1]:.0f}s of usage since the ledger's last record")
-        return rows
-
-    def submit_arrivals(self, now: float) -> list[str]:
-        """Submit the scenario's jobs with ``submit <= now`` the cluster does not have yet."""
-        executor = self.executor
-        if not isinstance(executor, SupportsSubmit):
-            return []
-        state = self._retry(self.executor.observe)
-        # A finished job of the same name may be an older run's: only live ones count.
-        known = {j.job for j in state.jobs if j.managed and j.phase != "finished"}
-        gone = self.run_state.submitted - known
-        if gone and not self._told_gone:
-            # e.g. a restarted dryrun (its cluster lives in memory) or finished jobs
-            # the cluster no longer lists: they are not submitted twice.
-            self.progress(f"{len(gone)} job(s) submitted by an earlier run are no longer on "
-                          f"the cluster and are not submitted again: {', '.join(sorted(gone))}")
-            self._told_gone = True
-        known |= self.run_state.submitted
-        done = []
-        for job in self.scenario.jobs:
-            if job.submit <= now and job.id not in known:
-                result = self._retry(functools.partial(executor.submit, job))
-                if result.ok:
-                    self.run_state.submitted.add(job.id)
-                    self.run_state.save()
-                    if result.changed:
-                        done.append(job.id)
-                else:
-                    self.progress(f"submit {job.id}: failed: {result.detail}")
-        return done
-
-    # -- helpers ------------------------------------------------------------------------
-
-    def _apply(self, plan: Plan, index: int, deadline: float) -> ApplyReport | None:
-        """Apply a slice, retrying while unreachable, giving up when the slice is over."""
-        delay = self.retry_backoff
-        while True:
-            try:
-                return self.executor.apply(plan, index)
-            except ExecutorUnavailable as exc:
-                if self.now() + delay >= deadline:
-                    self.progress(f"slice {index + 1}: not applied, controller unreachable: {exc}")
-                    return None
-                self.progress(f"slice {index + 1}: controller unreachable, retrying in {delay:g}s")
-                self.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
-
-    def _retry(self, call: Callable[[], _T]) -> _T:
-        delay = self.retry_backoff
-        while True:
-            try:
-                return call()
-            except ExecutorUnavailable as exc:
-                self.progress(f"controller unreachable, retrying in {delay:g}s: {exc}")
-                self.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
-
-    def _sleep_until(self, t: float) -> None:
-        wait = t - self.now()
-        if wait > 0:
-            self.sleep(wait)
-
-
-def _default_plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
-    from planner.mip import plan_epoch
-
-    return plan_epoch(snapshot, previous=previous)
-
-
-def _slice_line(epoch: int, index: int, count: int, report: ApplyReport | None, rows: list[Usage]) -> str:
-    if report is None:
-        return f"epoch {epoch + 1} slice {index + 1}/{count}: not applied (controller unreachable)"
-    kinds: dict[str, int] = {}
-    for r in report.changed:
-        kinds[r.action] = kinds.get(r.action, 0) + 1
-    done = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no changes"
-    running = sum(1 for r in report.results if r.action == "continue" and r.ok)
-    gpu_h = sum(u.allocated_gpu_h + u.unallocated_gpu_h for u in rows)
-    line = (f"epoch {epoch + 1} slice {index + 1}/{count}: {done}; {running} continued; "
-            f"{len(report.failed)} failed; {gpu_h:.3f} H100-eq GPU-h recorded")
-    for r in report.failed:
-        line += f"\n  failed: {r.action} {r.job}: {r.detail}"
-    return line
-
-
-def usage_totals(rows: list[Usage]) -> Mapping[str, float]:
-    """Allocated plus unallocated H100-eq GPU-hours per project of ``rows``."""
-    out: dict[str, float] = {}
-    for u in rows:
-        out[u.project] = out.get(u.project, 0.0) + u.allocated_gpu_h + u.unallocated_gpu_h
-    return out

@@ -278,6 +278,58 @@ class Ledger:
             raise
 
     @classmethod
+    def open_read_only(cls, path: str | Path) -> Ledger:
+        """An existing ledger file, opened for reading only (``gpuplan status``, the app).
+
+        It never creates the file or changes it, and a live run may keep appending
+        while it is open (WAL: readers and the writer do not block each other).
+
+        Raises
+        ------
+        LedgerError
+            When the file does not exist or is not a gpuplan ledger (names the file).
+        """
+        source = Path(path)
+        if not source.is_file():
+            raise LedgerError(f"{source}: no such ledger file")
+        inspect_ledger_file(source)  # refuse another application's file before opening it
+        try:
+            return cls._read_only(source, immutable=False)
+        except sqlite3.OperationalError as exc:
+            # A WAL ledger with no writer attached has no -shm file, and a reader that may
+            # not create one (a user reading the service's ledger) cannot open it. With
+            # no -wal file either, the database file is the whole ledger: read it as is.
+            wal = source.with_name(source.name + "-wal")
+            if "readonly" not in str(exc) or wal.exists():
+                raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
+        try:
+            return cls._read_only(source, immutable=True)
+        except sqlite3.OperationalError as exc:
+            raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
+
+    @classmethod
+    def _read_only(cls, source: Path, *, immutable: bool) -> Ledger:
+        conn = sqlite3.connect(
+            f"{source.resolve().as_uri()}?mode=ro{'&immutable=1' if immutable else ''}", uri=True,
+            isolation_level=None, check_same_thread=False,
+        )
+        ledger = cls._wrap(conn)
+        ledger.path = str(source)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            ledger._ensure_schema()
+        except sqlite3.OperationalError:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise LedgerError(f"{source}: not a usable gpuplan ledger: {exc}") from None
+        except LedgerError:
+            conn.close()
+            raise
+        return ledger
+
+    @classmethod
     def _wrap(cls, conn: sqlite3.Connection) -> Ledger:
         ledger = cls.__new__(cls)
         ledger.path = ":memory:"

@@ -14,20 +14,28 @@ from planner.fairshare import demand_at, org_at, standings
 from planner.ledger import Ledger
 
 
-def maintenance_windows(scenario: Scenario) -> dict[str, list[tuple[float, float]]]:
-    """Each node's maintenance windows ``(start, end)``.
+def maintenance_nodes(scenario: Scenario) -> list[tuple[str, ...]]:
+    """The node names each of the scenario's maintenance windows drains, in window order.
 
     A window given by count drains the *last* ``nodes`` nodes of the cluster (of its
-    ``gpu_type`` when given), so the choice is deterministic.
+    ``gpu_type`` when given), so the choice is deterministic. This is the one rule the
+    snapshot and the scheduler's drain events both follow.
     """
-    out: dict[str, list[tuple[float, float]]] = {}
     by_cluster: dict[str, tuple[Node, ...]] = {c.name: c.nodes() for c in scenario.clusters}
+    out: list[tuple[str, ...]] = []
     for m in scenario.maintenance:
         if m.node_names is not None:
-            names = list(m.node_names)
-        else:
-            pool = [n.name for n in by_cluster[m.cluster] if m.gpu_type in (None, n.gpu_type)]
-            names = pool[len(pool) - (m.nodes or 0) :]
+            out.append(tuple(m.node_names))
+            continue
+        pool = [n.name for n in by_cluster[m.cluster] if m.gpu_type in (None, n.gpu_type)]
+        out.append(tuple(pool[len(pool) - (m.nodes or 0) :]))
+    return out
+
+
+def maintenance_windows(scenario: Scenario) -> dict[str, list[tuple[float, float]]]:
+    """Each node's maintenance windows ``(start, end)`` (nodes by :func:`maintenance_nodes`)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for m, names in zip(scenario.maintenance, maintenance_nodes(scenario), strict=True):
         for name in names:
             out.setdefault(name, []).append((m.start, m.end))
     return out

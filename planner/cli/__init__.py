@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "simulate",
     "sweep",
     "run",
+    "status",
     "app",
 )
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
-from models import Plan, Snapshot
 from planner.cli.errors import UsageError
 from planner.cli.options import require_positive
 from planner.cli.run_checks import prepare_run
@@ -18,12 +18,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "run",
         help="run the control loop against a cluster (or a dry run)",
-        description="Repeat, epoch after epoch: observe the cluster, build the snapshot, "
-        "plan, apply each slice at its boundary, record usage in the ledger. Scenario jobs "
-        "are submitted (held) when their submit time comes. Scenario time counts from the "
-        "first run on the ledger (kept with the submitted jobs in LEDGER.run.json), so a "
-        "restarted run continues "
-        "where it stopped and loses no usage.",
+        description="Run the scheduler as a service against a cluster (or a dry run): "
+        "poll the cluster every --poll seconds, hand arrivals, completions and drains to the "
+        "scheduler, apply its decisions at once, and record usage in the ledger. The "
+        "scheduler is the one the simulator measures (--policy legacy|fairshare|mip). "
+        "Scenario jobs are submitted (held) when their submit time comes. Scenario time "
+        "counts from the first run on the ledger (kept with the submitted jobs in "
+        "LEDGER.run.json), so a restarted run continues where it stopped and loses no "
+        "usage. SIGTERM or SIGINT stops it cleanly; it runs until then, or for --epochs.",
     )
     p.add_argument("scenario", nargs="?", metavar="SCENARIO",
                    help="scenario YAML file (or a bundled scenario name); its clusters, org, "
@@ -33,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--executor-option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="option for the executor (repeatable); dryrun: log=PATH; slurm: "
                    "partition=, command=, node_map=planner=slurm,..., retries=, backoff=")
-    p.add_argument("--epochs", type=int, default=1, help="epochs to run (default 1)")
+    p.add_argument("--policy", default="mip", choices=("legacy", "fairshare", "mip"),
+                   help="scheduling policy (default mip)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="stop after this many epochs of time (default: run until stopped)")
+    p.add_argument("--poll", type=float, default=5.0, metavar="S",
+                   help="seconds between observations of the cluster (default 5)")
     p.add_argument("--slice-seconds", type=float, default=None,
                    help="slice length in seconds (default: the policy's epoch / slices)")
     p.add_argument("--ledger", default=None,
@@ -41,7 +48,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    "is kept in memory and lost at exit")
     p.add_argument("--backend", default="cpsat", help="MIP backend (default cpsat)")
     p.add_argument("--time-limit", type=float, default=10.0,
-                   help="seconds the planner may take per epoch (default 10)")
+                   help="mip: seconds the planner may take per epoch (default 10)")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics at http://127.0.0.1:PORT/metrics "
+                   "(docs/executors.md lists them)")
     p.add_argument("--list-executors", action="store_true",
                    help="list the registered executors and exit")
     p.set_defaults(func=run)
@@ -50,8 +60,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from planner.control import ControlLoop
     from planner.executors import ExecutorError, default_registry
-    from planner.mip import plan_epoch
     from planner.mip.backends import get_backend
+    from planner.status_file import StatusBoard, status_path
 
     registry = default_registry()
     if args.list_executors:
@@ -62,11 +72,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.scenario is None:
         raise UsageError("run: a SCENARIO is required (or --list-executors)")
-    if args.epochs < 1:
+    if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
     if args.slice_seconds is not None:
         require_positive("--slice-seconds", args.slice_seconds)
     require_positive("--time-limit", args.time_limit)
+    require_positive("--poll", args.poll)
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
     options: dict[str, str] = {}
     for item in args.executor_option:
         key, sep, value = item.partition("=")
@@ -98,29 +111,56 @@ def run(args: argparse.Namespace) -> int:
         raise
     ledger, run_state = setup.ledger, setup.run_state
 
-    def plan(snapshot: Snapshot, previous: Plan | None) -> Plan:
-        return plan_epoch(snapshot, backend=backend, time_limit=args.time_limit, previous=previous)
+    policy_options: dict[str, object] = {}
+    if args.policy == "mip":
+        policy_options = {"backend": backend, "time_limit": args.time_limit}
+    board = StatusBoard(status_path(args.ledger) if args.ledger is not None else None)
+    server = None
+    if args.metrics_port is not None:
+        from planner.metrics_export import serve
 
-    loop = ControlLoop(scenario, executor, ledger, plan=plan, run_state=run_state,
-                       slice_seconds=args.slice_seconds, progress=progress)
+        try:
+            server = serve(args.metrics_port, board.latest)
+        except OSError as exc:
+            raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen: {exc.strerror}") from None
+        progress(f"metrics at {server.url}")
+    loop = ControlLoop(scenario, executor, ledger, policy=args.policy,
+                       policy_options=policy_options, run_state=run_state,
+                       slice_seconds=args.slice_seconds, poll=args.poll, progress=progress,
+                       status=board)
+
+    def stop(signum: int, _frame: object) -> None:
+        progress(f"received {signal.Signals(signum).name}: stopping")
+        loop.request_stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         summary = loop.run(args.epochs)
     except RuntimeError as exc:  # the executor's commands failing for good
         print(f"gpuplan: error: {exc}", file=sys.stderr)
         return 1
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if server is not None:
+            server.close()
         close = getattr(executor, "close", None)
         if callable(close):
             close()
     totals: dict[str, list[float]] = {}
-    for record in [*summary.catch_up, *(u for s in summary.slices for u in s.usage)]:
+    for record in ledger.records():
+        if record.start < summary.charged_from - 1e-9:
+            continue  # an earlier run's
         row = totals.setdefault(record.project, [0.0, 0.0, 0.0])
         row[0] += record.allocated_gpu_h
         row[1] += record.unallocated_gpu_h
         row[2] += record.owed_gpu_h
-    failed = sum(len(s.report.failed) for s in summary.slices if s.report is not None)
-    print(f"{args.epochs} epoch(s), {len(summary.slices)} slices on {executor.name}; "
-          f"{len(summary.submitted)} jobs submitted; {failed} failed actions")
+    kinds: dict[str, int] = {}
+    for decision in summary.decisions:
+        kinds[decision[1]] = kinds.get(decision[1], 0) + 1
+    done = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no decisions"
+    print(f"{summary.end - summary.start:.0f}s on {executor.name} under {args.policy}: "
+          f"{len(summary.submitted)} jobs submitted; {done}; {summary.failed} failed actions")
     if totals:
         print(format_table(
             ["project", "allocated GPU-h", "unallocated GPU-h", "owed GPU-h"],

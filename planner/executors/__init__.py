@@ -1,7 +1,8 @@
 """Executors carry plans out on clusters: a small protocol, a registry, two built-ins.
 
 - :class:`Executor` (``observe()``, ``apply(plan, slice_index)``) and the optional
-  capabilities :class:`SupportsSubmit`, :class:`SupportsSuspend`, :class:`SupportsDrain`;
+  capabilities :class:`SupportsSubmit`, :class:`SupportsSuspend`, :class:`SupportsDrain`,
+  :class:`SupportsReasons`;
 - :func:`default_registry`: the built-ins (``dryrun``, ``slurm``) plus the plugins of
   the entry-point group ``gpuplan.executors``;
 - :func:`reconcile`: the shared rule that makes ``apply`` idempotent.
@@ -11,6 +12,7 @@ from planner.executors.protocol import (
     Executor,
     ExecutorUnavailable,
     SupportsDrain,
+    SupportsReasons,
     SupportsSubmit,
     SupportsSuspend,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "ObservedNode",
     "Step",
     "SupportsDrain",
+    "SupportsReasons",
     "SupportsSubmit",
     "SupportsSuspend",
     "default_registry",

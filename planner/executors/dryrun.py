@@ -9,8 +9,9 @@ object::
      "action": "start", "ok": true, "changed": true, "nodes": ["alpha-h100-000"],
      "native_id": "1", "detail": ""}
 
-Jobs with a known ``duration`` finish once they have run that long in total (their
-progress survives preemption, as for a resumable job that checkpoints).
+Jobs with a known ``duration`` finish once they have done that much work. Work survives
+a preemption the way the simulator assumes: a resumable job keeps its progress less the
+scenario's ``policy.restart_overhead``, a non-resumable one starts again from scratch.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class _Record:
             self.progress += now - self.segment
             self.segment = None
 
+    def requeue(self, now: float, overhead: float) -> None:
+        """Stop for good: keep the progress a restart keeps (the simulator's rule)."""
+        self.pause(now)
+        if self.job.resumable:
+            self.progress -= min(self.progress, overhead)
+        else:
+            self.progress = 0.0
+
 
 class DryRunExecutor:
     """An in-memory cluster of the scenario's nodes that logs actions as JSON lines.
@@ -84,6 +93,7 @@ class DryRunExecutor:
             self._out = out if out is not None else sys.stdout
         self._jobs: dict[str, _Record] = {}
         self._drained: dict[str, str] = {}
+        self._reasons: dict[str, str] = {}
         self._next_id = 1
 
     # -- Executor ---------------------------------------------------------------------
@@ -133,7 +143,7 @@ class DryRunExecutor:
             else:
                 if rec.phase == "running":
                     rec.restarts += 1
-                rec.pause(state.at)
+                    rec.requeue(state.at, self.scenario.policy.restart_overhead)
                 rec.phase, rec.nodes, rec.run_start = "held", (), None
             done.append(ActionResult(job=step.job, action=step.action, ok=True, changed=True,
                                      nodes=step.nodes, native_id=step.native_id))
@@ -189,6 +199,21 @@ class DryRunExecutor:
         changed = self._drained.pop(node, None) is not None
         return self._log(ActionResult(job="", action="undrain", ok=True, changed=changed,
                                       nodes=(node,)))
+
+    def set_reason(self, job: str, text: str) -> ActionResult:
+        """Keep ``text`` as ``job``'s state line; logged only when it changed."""
+        rec = self._jobs.get(job)
+        if rec is None:
+            return self._log(ActionResult(job=job, action="reason", ok=False, detail="no such job"))
+        if self._reasons.get(job) == text:
+            return ActionResult(job=job, action="reason", ok=True, native_id=rec.native_id, detail=text)
+        self._reasons[job] = text
+        return self._log(ActionResult(job=job, action="reason", ok=True, changed=True,
+                                      native_id=rec.native_id, detail=text))
+
+    def reason(self, job: str) -> str | None:
+        """The state line last set for ``job``, if any."""
+        return self._reasons.get(job)
 
     def close(self) -> None:
         """Close the log file if this executor opened it."""

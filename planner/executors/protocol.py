@@ -61,6 +61,20 @@ class SupportsDrain(Protocol):
     def undrain(self, node: str) -> ActionResult: ...
 
 
+@runtime_checkable
+class SupportsReasons(Protocol):
+    """Can show a job's gpuplan state, in plain words, where the cluster's users look.
+
+    ``gpuplan run`` calls :meth:`set_reason` for every managed job whose state line
+    changed (``planner.reasons``); implementations keep the last text per job and skip
+    the cluster call when it is unchanged, so the controller is not flooded.
+    """
+
+    def set_reason(self, job: str, text: str) -> ActionResult:
+        """Show ``text`` as ``job``'s state; ``changed`` is false when it was shown already."""
+        ...
+
+
 class ExecutorUnavailable(RuntimeError):
     """The cluster's controller cannot be reached (after the executor's own retries).
 

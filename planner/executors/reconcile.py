@@ -12,7 +12,9 @@ The rules, for the managed jobs of the cluster:
 - a job assigned in the slice that already runs on the planned nodes is continued
   (no step); one suspended on them is resumed in place;
 - a job not assigned in the slice that runs past its minimum runtime and is resumable
-  is preempted (requeued and left held); one that waits released is held again;
+  is preempted (requeued and left held); so is a non-resumable one the plan's actions
+  say to preempt (moved off for maintenance: it restarts from scratch, as its contract
+  allows); one that waits released is held again;
 - a job inside its minimum runtime is never touched, whatever the plan says;
 - a start on a drained or unknown node is refused.
 """
@@ -71,6 +73,7 @@ def reconcile(
     chosen = plan.slices[slice_index]
     planned = {a.job: a.nodes for a in chosen.assignments}
     resumed = {a.job for a in plan.actions if a.action == "resume"}
+    restart = {a.job for a in plan.actions if a.action == "preempt"}
     stops: list[Step] = []
     starts: list[Step] = []
     results: list[ActionResult] = []
@@ -87,9 +90,15 @@ def reconcile(
         if job.phase == "running":
             if set(job.nodes) == set(nodes):
                 results.append(_noop(job, "continue", "runs on its planned nodes"))
+            elif _may_stop(job, now, restart) and not _node_refusal(state, nodes):
+                # Moved: the scheduler preempted it and restarted it elsewhere at once
+                # (it pays the restart). Requeue it, then start it on its new nodes.
+                stops.append(Step(job=name, native_id=job.native_id, action="preempt",
+                                  nodes=job.nodes))
+                starts.append(Step(job=name, native_id=job.native_id, action="resume",
+                                   nodes=nodes))
             else:
-                # Moving a running job costs a restart; the planner keeps jobs on their
-                # nodes, so a mismatch means the cluster started it elsewhere.
+                # Inside its contract the cluster keeps it where it is, whatever the plan.
                 results.append(ActionResult(
                     job=name, action="continue", ok=False, nodes=job.nodes,
                     native_id=job.native_id,
@@ -136,7 +145,7 @@ def reconcile(
                 why = ("its minimum runtime is unknown" if end == float("inf")
                        else f"inside its minimum runtime for {end - now:.0f}s more")
                 results.append(_noop(job, "protect", why))
-            elif not job.resumable:
+            elif not job.resumable and job.job not in restart:
                 results.append(ActionResult(
                     job=job.job, action="preempt", ok=False, nodes=job.nodes,
                     native_id=job.native_id,
@@ -146,6 +155,12 @@ def reconcile(
                 stops.append(Step(job=job.job, native_id=job.native_id, action="preempt",
                                   nodes=job.nodes))
     return tuple(stops + starts), tuple(results)
+
+
+def _may_stop(job: ObservedJob, now: float, restart: set[str]) -> bool:
+    """Whether a running job may be requeued now: past its minimum runtime, and
+    resumable or named in the plan's preempt actions."""
+    return not job.protected_at(now) and (job.resumable or job.job in restart)
 
 
 def _noop(job: ObservedJob, action: Literal["continue", "protect", "start", "resume"],

@@ -171,6 +171,10 @@ class SlurmExecutor:
         self.sleep = sleep
         self.clock = clock
         self._specs: dict[str, Job] = {j.id: j for j in scenario.jobs} if scenario else {}
+        # Last observed native id of each managed job, and the AdminComment Slurm holds
+        # per native id: set_reason calls scontrol only when the text changes.
+        self._native_ids: dict[str, str] = {}
+        self._reasons: dict[str, str] = {}
 
     # -- argument building (pure) ------------------------------------------------------
 
@@ -228,6 +232,10 @@ class SlurmExecutor:
         """Continue a suspended job where it is."""
         return ["scontrol", "resume", native_id]
 
+    def reason_args(self, native_id: str, text: str) -> list[str]:
+        """Show a job's gpuplan state in its AdminComment (``squeue -O admin_comment``)."""
+        return ["scontrol", "update", f"JobId={native_id}", f"AdminComment={text}"]
+
     def drain_args(self, node: str, reason: str) -> list[str]:
         """Drain a node (planner name): running work stays, no new work starts."""
         return ["scontrol", "update", f"NodeName={self.to_native.get(node, node)}",
@@ -253,18 +261,33 @@ class SlurmExecutor:
         nodes_doc = self._json(self.sinfo_args())
         jobs_doc = self._json(self.squeue_args())
         nodes = tuple(self._node(n) for n in nodes_doc.get("nodes", []) if self._ours(n))
-        jobs = tuple(self._job(j) for j in jobs_doc.get("jobs", []))
-        return ClusterState(at=now, nodes=_dedupe_nodes(nodes), jobs=jobs)
+        raw_jobs = jobs_doc.get("jobs", [])
+        jobs = tuple(self._job(j) for j in raw_jobs)
+        state = ClusterState(at=now, nodes=_dedupe_nodes(nodes), jobs=jobs)
+        self._native_ids = {}
+        self._reasons = {}
+        for raw, ob in zip(raw_jobs, jobs, strict=True):
+            if ob.managed and ob.phase != "finished":
+                self._native_ids[ob.job] = ob.native_id
+                self._reasons[ob.native_id] = str(raw.get("admin_comment") or "")
+        return state
 
     def apply(self, plan: Plan, slice_index: int) -> ApplyReport:
         """Make Slurm run slice ``slice_index``: preempt and hold first, then start."""
         state = self.observe()
         steps, results = reconcile(state, plan, slice_index)
         done = list(results)
+        requeued: set[str] = set()
         for step in steps:
             if step.action in ("start", "resume") and not step.in_place:
-                self._after_requeue_grace(state.job(step.job))
-            done.append(self._carry_out(step))
+                if step.job in requeued:  # moved: requeued a moment ago in this apply
+                    self.sleep(REQUEUE_GRACE)
+                else:
+                    self._after_requeue_grace(state.job(step.job))
+            result = self._carry_out(step)
+            if step.action == "preempt" and result.ok:
+                requeued.add(step.job)
+            done.append(result)
         return ApplyReport(slice_index=slice_index, at=state.at, results=tuple(done))
 
     # -- capabilities -----------------------------------------------------------------
@@ -288,6 +311,29 @@ class SlurmExecutor:
     def resume(self, job: str) -> ActionResult:
         """``scontrol resume`` of a suspended job."""
         return self._job_command(job, "resume", "suspended", self.resume_args)
+
+    def set_reason(self, job: str, text: str) -> ActionResult:
+        """Show ``text`` in the job's AdminComment, unless it shows that already.
+
+        The job's comment is not used: it carries the ``gpuplan job=...`` convention
+        that names the job and its contract. Setting AdminComment needs a Slurm
+        administrator (as ``gpuplan run`` on others' jobs does anyway).
+        """
+        native_id = self._native_ids.get(job)
+        if native_id is None:
+            found = self.observe().job(job)
+            if found is None or found.phase == "finished":
+                return ActionResult(job=job, action="reason", ok=False, detail="no such job")
+            native_id = found.native_id
+        if self._reasons.get(native_id) == text:
+            return ActionResult(job=job, action="reason", ok=True, native_id=native_id, detail=text)
+        res = self._run(self.reason_args(native_id, text))
+        if res.returncode != 0:
+            return ActionResult(job=job, action="reason", ok=False, native_id=native_id,
+                                detail=_why(res))
+        self._reasons[native_id] = text
+        return ActionResult(job=job, action="reason", ok=True, changed=True, native_id=native_id,
+                            detail=text)
 
     def drain(self, node: str, reason: str) -> ActionResult:
         """``scontrol update NodeName=.. State=DRAIN``: running work stays, no new work."""

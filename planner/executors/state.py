@@ -19,7 +19,7 @@ its nodes), ``running``, ``suspended`` (stopped in place, still holding its node
 
 ActionKind = Literal[
     "start", "continue", "preempt", "resume", "hold", "protect", "drain", "undrain", "submit",
-    "suspend",
+    "suspend", "reason",
 ]
 
 

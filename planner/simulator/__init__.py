@@ -15,8 +15,9 @@ from typing import Any
 import pandas as pd
 
 from models import Scenario
+from planner.scheduler import POLICY_NAMES, make_policy
+from planner.simulator.engine import ProgressFn
 from planner.simulator.metrics import SUMMARY_KEYS
-from planner.simulator.policies import POLICY_NAMES, make_policy
 
 TAIL_CAP_S = 86400.0
 """Without ``days``, the run ends when the last job would end if started on submission,
@@ -79,7 +80,7 @@ def simulate(
     policy: str,
     *,
     days: float | None = None,
-    progress: bool = False,
+    progress: bool | ProgressFn = False,
     **options: Any,
 ) -> SimulationResult:
     """Replay ``scenario``'s workload under ``policy`` and measure the outcome.
@@ -94,7 +95,8 @@ def simulate(
         Simulated days (jobs submitted later are left out); default
         :func:`default_horizon`.
     progress
-        Show a tqdm bar on stderr.
+        ``True``: a tqdm bar on stderr; a callable: called with ``(simulated hours done,
+        hours in all)`` as each simulated hour passes.
     **options
         Policy options: ``seed``/``protected_fraction`` (legacy); ``backend``,
         ``time_limit``, ``rel_gap``, ``replan_slices`` (mip).
@@ -127,11 +129,11 @@ def compare(
     policies: tuple[str, ...] | list[str] = POLICY_NAMES,
     *,
     days: float | None = None,
-    progress: bool = False,
+    progress: bool | ProgressFn = False,
     **options: Any,
 ) -> dict[str, SimulationResult]:
     """Run each policy on the same workload; options go to the policies that take them."""
-    from planner.simulator.policies import policy_options
+    from planner.scheduler import policy_options
 
     return {
         name: simulate(scenario, name, days=days, progress=progress, **policy_options(name, options))

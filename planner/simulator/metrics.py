@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.simulator.engine import EVENT_COLUMNS, Engine
-from planner.simulator.state import WAIT_CLASSES
+from planner.scheduler import EVENT_COLUMNS
+from planner.scheduler.state import WAIT_CLASSES
+from planner.simulator.engine import Engine
 
 SUMMARY_KEYS = (
     "delivered_over_owed",

@@ -16,8 +16,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner.scheduler.state import WAIT_CLASSES
 from planner.simulator import SimulationResult
-from planner.simulator.state import WAIT_CLASSES
 
 COLORS = {"legacy": "#8c8c8c", "fairshare": "#1f77b4", "mip": "#d62728"}
 

@@ -1,14 +1,15 @@
-"""The control loop, driven with a fake clock against the dryrun executor."""
+"""The live control loop, driven with a fake clock against the dryrun executor."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from models import Plan, Scenario
-from planner.control import ControlLoop, RunState, live_jobs, live_snapshot
+from models import Cluster, Job, NodeGroup, OrgUnit, Plan, Policy, Scenario, Workloads
+from planner.control import ControlLoop, RunState
 from planner.executors import ApplyReport, ClusterState, ExecutorUnavailable, ObservedJob
 from planner.executors.dryrun import DryRunExecutor
 from planner.ledger import Ledger
@@ -37,8 +38,10 @@ def tiny() -> Scenario:
     return load_scenario("tiny")
 
 
-def _loop(scenario: Scenario, ex: object, ledger: Ledger, clock: FakeTime, **kw: object) -> ControlLoop:
-    return ControlLoop(scenario, ex, ledger, run_state=RunState(ORIGIN), slice_seconds=60.0,
+def _loop(scenario: Scenario, ex: Any, ledger: Ledger, clock: FakeTime, **kw: Any) -> ControlLoop:
+    kw.setdefault("policy", "fairshare")
+    kw.setdefault("run_state", RunState(ORIGIN))
+    return ControlLoop(scenario, ex, ledger, slice_seconds=60.0, poll=5.0,
                        clock=clock.time, sleep=clock.sleep, **kw)
 
 
@@ -54,29 +57,77 @@ def _covered(ledger: Ledger) -> list[tuple[float, float]]:
     return merged
 
 
-def test_slices_are_applied_at_their_boundaries_and_usage_recorded(tiny: Scenario) -> None:
-    """Each slice is applied at its start; each slice's delivered GPU-hours are recorded at
-    its end, equal to the GPUs the dryrun cluster ran times the slice length."""
+def _starts(decisions: list[tuple[Any, ...]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for row in decisions:
+        if row[1] in ("start", "resume"):
+            out.setdefault(row[2], row[0])
+    return out
+
+
+def one_pool(jobs: list[Job], nodes: int = 2) -> Scenario:
+    """One cluster of ``nodes`` 8-GPU H100 nodes, two projects, 4 slices of 15 min."""
+    return Scenario(
+        name="live",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=nodes),)),),
+        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
+        policy=Policy(epoch=3600.0, slices=4, restart_overhead=0.0),
+        workloads=Workloads(jobs=tuple(jobs)),
+    )
+
+
+def test_usage_is_recorded_without_gaps_and_equals_what_ran(tiny: Scenario) -> None:
+    """Charge points one slice apart cover the whole run; what they record is the GPUs the
+    dryrun cluster ran times the time they ran."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     ledger = Ledger()
-    summary = _loop(tiny, ex, ledger, clock).run(epochs=1)
+    summary = _loop(tiny, ex, ledger, clock).run(epochs=1)  # 4 slices of 60 s
     assert sorted(summary.submitted) == ["j1", "j2", "j5"]  # the jobs submitted at 0s
-    assert [(s.start, s.end) for s in summary.slices] == [(0, 60), (60, 120), (120, 180), (180, 240)]
-    assert [s.report.at - ORIGIN for s in summary.slices] == [0, 60, 120, 180]
+    assert _covered(ledger) == [(0.0, 240.0)]
+    assert {(u.start, u.end) for u in ledger.records()} == {(0, 60), (60, 120), (120, 180), (180, 240)}
     rates = {n.name: tiny.rate(n.gpu_type) for n in tiny.nodes}
     running = [j for j in ex.observe().jobs if j.phase == "running"]
-    assert running, "the plan started nothing"
-    per_slice = sum(j.gpus * rates[j.nodes[0]] for j in running) * 60 / 3600
-    for record in summary.slices:
-        delivered = sum(u.allocated_gpu_h + u.unallocated_gpu_h for u in record.usage)
-        assert delivered == pytest.approx(per_slice)
-    assert _covered(ledger) == [(0.0, 240.0)]
+    assert {j.job for j in running} == {"j1", "j2", "j5"}
+    gpu_h = sum(j.gpus * rates[j.nodes[0]] for j in running) * 240 / 3600
+    delivered = sum(u.allocated_gpu_h + u.unallocated_gpu_h for u in ledger.records())
+    assert delivered == pytest.approx(gpu_h)
+
+
+def test_a_job_arriving_mid_slice_starts_at_once() -> None:
+    """A debug job whose submit time falls inside a slice is submitted and started when its
+    time comes, not at the next epoch (nor the next slice)."""
+    jobs = [Job(id="long", project="a", gpus=8, duration=7200.0, min_runtime=3600.0),
+            Job(id="debug", project="b", gpus=2, submit=437.0, duration=600.0, min_runtime=300.0)]
+    sc = one_pool(jobs)
+    for policy in ("fairshare", "mip"):
+        clock = FakeTime()
+        ex = DryRunExecutor(sc, io.StringIO(), clock=clock.time)
+        summary = ControlLoop(sc, ex, Ledger(), policy=policy, run_state=RunState(ORIGIN),
+                              poll=5.0, clock=clock.time, sleep=clock.sleep).run(epochs=1)
+        assert _starts(summary.decisions)["debug"] == pytest.approx(437.0), policy
+        assert ex.observe().job("debug") is not None
+
+
+def test_gpus_freed_early_are_used_again_before_the_next_slice() -> None:
+    """When a job ends mid-slice, a queued job starts on its GPUs at that moment."""
+    jobs = [Job(id="short", project="a", gpus=8, duration=500.0, min_runtime=300.0),
+            Job(id="other", project="a", gpus=8, duration=7200.0, min_runtime=3600.0),
+            Job(id="waiting", project="b", gpus=8, submit=60.0, duration=3600.0, min_runtime=600.0)]
+    sc = one_pool(jobs)
+    clock = FakeTime()
+    ex = DryRunExecutor(sc, io.StringIO(), clock=clock.time)
+    summary = ControlLoop(sc, ex, Ledger(), policy="mip", run_state=RunState(ORIGIN), poll=5.0,
+                          clock=clock.time, sleep=clock.sleep).run(epochs=1)
+    finished = [r[0] for r in summary.decisions if r[1] == "finish" and r[2] == "short"]
+    assert finished == [pytest.approx(500.0)]
+    start = _starts(summary.decisions)["waiting"]
+    assert 500.0 <= start < 900.0  # the slice boundary is at 900 s
 
 
 def test_restart_loses_nothing_from_the_ledger(tiny: Scenario, tmp_path: Path) -> None:
-    """A new loop on the same ledger and origin keeps every record and charges the time
-    jobs ran while no controller was running."""
+    """A new loop on the same ledger and origin keeps every record, takes over the jobs it
+    finds running, and charges the time they ran while no controller was running."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     path = tmp_path / "ledger.sqlite"
@@ -84,16 +135,20 @@ def test_restart_loses_nothing_from_the_ledger(tiny: Scenario, tmp_path: Path) -
         _loop(tiny, ex, ledger, clock).run(epochs=1)
         before = ledger.records()
     clock.t += 300  # the controller is down for five minutes; the jobs keep running
+    lines: list[str] = []
     with Ledger(path) as ledger:
-        summary = _loop(tiny, ex, ledger, clock).run(epochs=1)
+        summary = _loop(tiny, ex, ledger, clock, progress=lines.append).run(epochs=1)
         after = ledger.records()
     assert after[: len(before)] == before
-    assert [(u.start, u.end) for u in summary.catch_up][:1] == [(240.0, 540.0)]
+    assert summary.charged_from == 240.0
+    assert any("restart: recorded from the ledger's last record at 240s" in line for line in lines)
     assert _covered(Ledger(path)) == [(0.0, 780.0)]
     # Continuously running jobs are charged for the whole 780 s, downtime included.
     j5 = next(j for j in tiny.jobs if j.id == "j5")
     infra = sum(u.allocated_gpu_h for u in after if u.project == "infra")
     assert infra == pytest.approx(j5.gpus * tiny.rate("B200") * 780 / 3600)
+    # The jobs found running were taken over, not started again.
+    assert not any(r[1] in ("start", "resume") for r in summary.decisions if r[2] == "j5")
 
 
 class Flaky:
@@ -120,44 +175,79 @@ def test_unreachable_controller_is_retried_with_backoff(tiny: Scenario) -> None:
     """While the executor reports its controller unreachable the loop waits 1, 2, 4 s and
     then carries on."""
     clock = FakeTime()
-    flaky = Flaky(DryRunExecutor(tiny, io.StringIO(), clock=clock.time), down=3)
+    inner = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    for job in tiny.jobs[:2]:
+        inner.submit(job)
+    flaky = Flaky(inner, down=3)
     lines: list[str] = []
     summary = _loop(tiny, flaky, Ledger(), clock, progress=lines.append).run(epochs=1)
     assert clock.sleeps[:3] == [1.0, 2.0, 4.0]
     assert sum("unreachable" in line for line in lines) == 3
-    assert all(s.report is not None for s in summary.slices)
+    assert summary.reports and all(r.ok for r in summary.reports)
 
 
-def test_late_arrivals_wait_for_their_submit_time(tiny: Scenario) -> None:
-    """A job is submitted in the first epoch that starts after its submit time."""
+def test_arrivals_are_submitted_when_their_time_comes(tiny: Scenario) -> None:
+    """Each scenario job is submitted at its submit time (j3 at 10 min, j4 at 15 min), not
+    at an epoch boundary."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
-    loop = ControlLoop(tiny, ex, Ledger(), run_state=RunState(ORIGIN), slice_seconds=150.0,
-                       clock=clock.time, sleep=clock.sleep)
-    summary = loop.run(epochs=2)  # epochs of 600 s: j3 (10m), j4 (15m) arrive for epoch 2
-    assert "j3" in summary.submitted and "j4" not in summary.submitted
-    assert summary.submitted.index("j3") > summary.submitted.index("j5")
+    submitted_at: dict[str, float] = {}
+    real_submit = ex.submit
+
+    def submit(job: Job) -> Any:
+        submitted_at[job.id] = clock.t - ORIGIN
+        return real_submit(job)
+
+    ex.submit = submit  # type: ignore[method-assign]
+    _loop(tiny, ex, Ledger(), clock).run(epochs=5)  # 5 epochs of 240 s
+    assert submitted_at["j3"] == pytest.approx(600.0)
+    assert submitted_at["j4"] == pytest.approx(900.0)
+    assert "j6" not in submitted_at  # submitted at 30 min, after the run's 20 min
+
+
+class Static:
+    """A cluster that reports a fixed state and records what it is asked to apply."""
+
+    name = "static"
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.plans: list[Plan] = []
+
+    def observe(self) -> ClusterState:
+        return self.state
+
+    def apply(self, plan: Plan, slice_index: int) -> ApplyReport:
+        self.plans.append(plan)
+        return ApplyReport(slice_index=slice_index, at=self.state.at)
 
 
 def test_adopted_jobs_join_the_queue_if_their_project_is_known(tiny: Scenario) -> None:
-    """An adopted job with a known project is queued with its contract; one of an unknown
-    project, an unmanaged job and a finished job are left out."""
-    state = ClusterState(at=ORIGIN, jobs=(
+    """A job users submitted into the managed partition with a known project is queued with
+    its contract (and started); one of an unknown project, an unmanaged job and a finished
+    job are left out; a job found running is taken over with its start time."""
+    clock = FakeTime()
+    state = ClusterState(at=ORIGIN, nodes=(), jobs=(
         ObservedJob(job="mine", native_id="1", phase="held", project="infra", gpus=2,
                     min_runtime=600.0, resumable=True),
         ObservedJob(job="lost", native_id="2", phase="held", project="nobody", gpus=2),
         ObservedJob(job="theirs", native_id="3", phase="running", managed=False, gpus=2),
         ObservedJob(job="j1", native_id="4", phase="finished"),
         ObservedJob(job="j2", native_id="5", phase="running", nodes=("beta-b200-000",),
-                    run_start=ORIGIN + 30),
+                    run_start=ORIGIN - 30),
     ))
-    jobs = {js.job.id: js for js in live_jobs(tiny, state, ORIGIN)}
-    assert set(jobs) == {"mine", "j2"}
-    assert (jobs["mine"].status, jobs["mine"].job.min_runtime, jobs["mine"].job.resumable) == (
-        "queued", 600.0, True)
-    j2 = jobs["j2"]
-    assert (j2.status, j2.run_start, j2.cluster, j2.gpu_type, j2.job.duration) == (
-        "running", 30.0, "beta", "B200", None)
+    nodes = DryRunExecutor(tiny, io.StringIO(), clock=clock.time).observe().nodes
+    cluster = Static(state.model_copy(update={"nodes": nodes}))
+    loop = _loop(tiny, cluster, Ledger(), clock)
+    loop.run(epochs=1)
+    core = loop.core
+    assert core is not None
+    assert "lost" not in core.by_id and "theirs" not in core.by_id
+    mine = core.by_id["mine"]
+    assert (mine.job.min_runtime, mine.job.resumable, mine.status) == (600.0, True, "running")
+    j2 = core.by_id["j2"]
+    assert (j2.status, j2.run_start, j2.nodes) == ("running", -30.0, ("beta-b200-000",))
+    assert core.by_id["j1"].status == "future"  # finished on the cluster: never queued
 
 
 def test_run_state_is_kept_next_to_the_ledger(tmp_path: Path) -> None:
@@ -180,37 +270,72 @@ def test_a_finished_and_forgotten_job_is_not_submitted_again(tiny: Scenario, tmp
     no longer lists them (here: a new, empty dryrun cluster)."""
     clock = FakeTime()
     path = tmp_path / "l.sqlite.run.json"
-    state = RunState.load(path, ORIGIN)
-    first = ControlLoop(tiny, DryRunExecutor(tiny, io.StringIO(), clock=clock.time), Ledger(),
-                        run_state=state, slice_seconds=60.0, clock=clock.time, sleep=clock.sleep)
+    first = _loop(tiny, DryRunExecutor(tiny, io.StringIO(), clock=clock.time), Ledger(),
+                  clock, run_state=RunState.load(path, ORIGIN))
     assert sorted(first.run(epochs=1).submitted) == ["j1", "j2", "j5"]
     forgetful = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     lines: list[str] = []
-    second = ControlLoop(tiny, forgetful, Ledger(), run_state=RunState.load(path, 0.0),
-                         slice_seconds=60.0, clock=clock.time, sleep=clock.sleep,
-                         progress=lines.append)
+    second = _loop(tiny, forgetful, Ledger(), clock, run_state=RunState.load(path, 0.0),
+                   progress=lines.append)
     assert second.run(epochs=1).submitted == []
     assert forgetful.observe().jobs == ()
     assert any("not submitted again: j1, j2, j5" in line for line in lines)
 
 
-def test_nodes_drained_on_the_cluster_get_no_planned_work(tiny: Scenario) -> None:
-    """A node the cluster reports drained is drained in the snapshot, and no slice of the
-    resulting plan uses it; a node the cluster does not report, or where a job outside the
-    planner's convention runs, is treated the same way."""
+def test_nodes_drained_on_the_cluster_get_no_work(tiny: Scenario) -> None:
+    """A node the cluster reports drained, one it does not report, and one where a job
+    outside the planner's convention runs, get no work."""
     clock = FakeTime()
     ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     ex.drain("beta-b200-000", "psu")
-    state = ex.observe()
-    theirs = ObservedJob(job="theirs", native_id="99", phase="running", managed=False, gpus=1,
-                         nodes=("alpha-h100-003",), run_start=ORIGIN)
-    partial = state.model_copy(update={
-        "nodes": tuple(n for n in state.nodes if n.name != "alpha-h100-000"),
-        "jobs": (*state.jobs, theirs),
-    })
-    snap = live_snapshot(tiny, partial, ORIGIN, 0.0, None)
-    drained = {ns.node.name for ns in snap.nodes if ns.drained_at(0.0)}
-    assert drained == {"beta-b200-000", "alpha-h100-000", "alpha-h100-003"}
-    summary = _loop(tiny, ex, Ledger(), clock).run(epochs=1)
-    used = {n for s in summary.plans[0].slices for a in s.assignments for n in a.nodes}
-    assert used and "beta-b200-000" not in used
+    for job in tiny.jobs:
+        ex.submit(job)
+
+    class Partial(DryRunExecutor):
+        def observe(self) -> ClusterState:
+            seen = super().observe()
+            theirs = ObservedJob(job="theirs", native_id="99", phase="running", managed=False,
+                                 gpus=1, nodes=("alpha-h100-003",), run_start=ORIGIN)
+            return seen.model_copy(update={
+                "nodes": tuple(n for n in seen.nodes if n.name != "alpha-h100-000"),
+                "jobs": (*seen.jobs, theirs),
+            })
+
+    partial = Partial(tiny, io.StringIO(), clock=clock.time)
+    partial._jobs, partial._drained = ex._jobs, ex._drained
+    summary = _loop(tiny, partial, Ledger(), clock).run(epochs=2)
+    used = {n for row in summary.decisions if row[1] in ("start", "resume") for n in row[5].split(",")}
+    assert used, "nothing started"
+    assert not used & {"beta-b200-000", "alpha-h100-000", "alpha-h100-003"}
+
+
+def test_a_stop_request_records_usage_up_to_the_stop(tiny: Scenario) -> None:
+    """A stop in mid-slice ends the loop at once and charges the partial slice."""
+    clock = FakeTime()
+    ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    ledger = Ledger()
+    loop = _loop(tiny, ex, ledger, clock)
+    real_sleep = clock.sleep
+
+    def sleep(seconds: float) -> None:
+        real_sleep(seconds)
+        if clock.t - ORIGIN >= 90:
+            loop.request_stop()
+
+    loop.sleep = sleep
+    summary = loop.run()  # no bound: runs until stopped
+    assert summary.stopped
+    assert 90 <= summary.end < 100
+    assert _covered(ledger) == [(0.0, summary.end)]
+
+
+def test_each_decision_is_one_log_line_with_its_reason(tiny: Scenario) -> None:
+    """The loop reports every start and preemption as one line naming the job, the action
+    and the reason."""
+    clock = FakeTime()
+    ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    lines: list[str] = []
+    _loop(tiny, ex, Ledger(), clock, progress=lines.append).run(epochs=1)
+    starts = [line for line in lines if " start j" in line]
+    assert len(starts) == 3
+    assert all("GPUs]" in line and " on " in line and "(charged" in line for line in starts)

@@ -355,3 +355,33 @@ def test_a_run_lock_held_by_another_process_is_refused(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     lock_for_run(path).release()
+
+
+def test_open_read_only_reads_a_live_ledger_and_never_writes(tmp_path: Path) -> None:
+    """A read-only ledger sees rows a writer appends later, and cannot append itself."""
+    path = tmp_path / "usage.sqlite"
+    writer = Ledger(path)
+    writer.record([Usage("a", 0.0, 3600.0, allocated_gpu_h=1.0, owed_gpu_h=2.0)])
+    reader = Ledger.open_read_only(path)
+    writer.record([Usage("a", 3600.0, 7200.0, allocated_gpu_h=1.0, owed_gpu_h=2.0)])
+    assert reader.window_totals(0.0, 7200.0)["a"].owed_gpu_h == 4.0
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.record([Usage("a", 7200.0, 10800.0)])
+    reader.close()
+    writer.close()
+
+
+def test_open_read_only_does_not_create_a_missing_ledger(tmp_path: Path) -> None:
+    """Opening a missing ledger read-only is an error naming it, and creates nothing."""
+    with pytest.raises(LedgerError, match="no such ledger file"):
+        Ledger.open_read_only(tmp_path / "missing.sqlite")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_read_only_refuses_a_file_that_is_not_a_ledger(tmp_path: Path) -> None:
+    """A file that is not a gpuplan ledger is refused with its name."""
+    path = tmp_path / "x.sqlite"
+    path.write_text("hello")
+    with pytest.raises(LedgerError, match="x.sqlite"):
+        Ledger.open_read_only(path)
+

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from models import Scenario
-from planner.executors import Executor, SupportsDrain, SupportsSubmit, SupportsSuspend
+from planner.executors import (
+    Executor,
+    SupportsDrain,
+    SupportsReasons,
+    SupportsSubmit,
+    SupportsSuspend,
+)
 from planner.executors.dryrun import DryRunExecutor
 
 
@@ -101,7 +107,8 @@ def test_applying_the_same_slice_twice_changes_nothing(scenario: Scenario, plans
 
 
 def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: Any) -> None:
-    """A preempted resumable job is held with one restart and resumes from its progress."""
+    """A preempted resumable job is held with one restart and resumes from its progress
+    less the restart overhead."""
     clock = Clock()
     ex, _ = _executor(scenario, clock)
     plan = plans([{"free": ("alpha-h100-000",)}, {}, {"free": ("alpha-h100-001",)}])
@@ -114,7 +121,11 @@ def test_preempt_then_resume_keeps_progress(scenario: Scenario, plans: Any) -> N
     clock.t += 100
     resumed = ex.apply(plan, 2)
     assert [(r.job, r.action) for r in resumed.changed] == [("free", "resume")]
-    clock.t += 1799  # 1800 + 1799 < 3600: still running
+    # The restart costs the policy's overhead, as in the simulator: 1800 s of work
+    # done, 1800 - overhead kept, so 1800 + overhead more to go.
+    overhead = scenario.policy.restart_overhead
+    assert overhead > 0
+    clock.t += 1800 + overhead - 1
     assert ex.observe().job("free").phase == "running"
     clock.t += 1
     assert ex.observe().job("free").phase == "finished"
@@ -147,3 +158,26 @@ def test_log_file_is_appended(scenario: Scenario, tmp_path: Path, plans: Any) ->
         ex.submit(scenario.jobs[0])
         ex.close()
     assert [json.loads(x)["action"] for x in path.read_text().splitlines()] == ["submit", "submit"]
+
+
+def test_set_reason_is_kept_and_logged_only_when_it_changes(scenario: Scenario) -> None:
+    """dryrun keeps a job's state line; the same text again logs nothing and is unchanged."""
+    ex, out = _executor(scenario, Clock())
+    assert isinstance(ex, SupportsReasons)
+    before = len(_lines(out))
+    first = ex.set_reason("short", "waiting: every pool it may use is full")
+    again = ex.set_reason("short", "waiting: every pool it may use is full")
+    other = ex.set_reason("short", "running preemptible (past its minimum runtime)")
+    assert (first.changed, again.changed, other.changed) == (True, False, True)
+    logged = _lines(out)[before:]
+    assert [(line["action"], line["detail"]) for line in logged] == [
+        ("reason", "waiting: every pool it may use is full"),
+        ("reason", "running preemptible (past its minimum runtime)"),
+    ]
+    assert ex.reason("short") == "running preemptible (past its minimum runtime)"
+
+
+def test_set_reason_of_an_unknown_job_fails(scenario: Scenario) -> None:
+    """A reason for a job dryrun does not know is a failed result, not an exception."""
+    ex, _ = _executor(scenario, Clock())
+    assert not ex.set_reason("nope", "waiting").ok

@@ -245,3 +245,38 @@ def test_restart_right_after_a_requeue_waits_for_the_grace(scenario: Scenario, p
     fresh = SlurmExecutor(scenario, runner=fake, clock=lambda: 1003.0, sleep=waits.append)
     fresh.apply(plans([{"free": ("alpha-h100-000",)}]), 0)
     assert waits == [1.5]
+
+
+def _held(job_id: int, name: str, admin_comment: str = "") -> dict[str, object]:
+    return {"job_id": job_id, "name": name, "comment": "", "partition": "gpuplan",
+            "job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0,
+            "tres_per_node": "gres:gpu:8", "node_count": 1, "nodes": "", "required_nodes": "",
+            "admin_comment": admin_comment}
+
+
+def test_set_reason_updates_the_admin_comment_once_per_text(scenario: Scenario) -> None:
+    """set_reason writes AdminComment (never the contract comment) and skips unchanged text."""
+    fake = FakeSlurm([_held(5, "short")], NODES_0038)
+    ex = SlurmExecutor(scenario, runner=fake)
+    ex.observe()
+    first = ex.set_reason("short", "waiting: every pool it may use is full")
+    again = ex.set_reason("short", "waiting: every pool it may use is full")
+    assert (first.ok, first.changed, again.ok, again.changed) == (True, True, True, False)
+    updates = [c for c in fake.calls if c[0] == "scontrol"]
+    assert updates == [["scontrol", "update", "JobId=5", "AdminComment=waiting: every pool it may use is full"]]
+
+
+def test_set_reason_trusts_what_slurm_already_shows(scenario: Scenario) -> None:
+    """After a restart the text Slurm already holds is not written again."""
+    fake = FakeSlurm([_held(5, "short", admin_comment="running preemptible (past its minimum runtime)")], NODES_0038)
+    ex = SlurmExecutor(scenario, runner=fake)
+    result = ex.set_reason("short", "running preemptible (past its minimum runtime)")
+    assert (result.ok, result.changed) == (True, False)
+    assert not [c for c in fake.calls if c[0] == "scontrol"]
+
+
+def test_set_reason_of_an_unknown_job_fails(scenario: Scenario) -> None:
+    """A reason for a job Slurm does not have is a failed result naming why."""
+    ex = SlurmExecutor(scenario, runner=FakeSlurm([], NODES_0038))
+    result = ex.set_reason("nope", "waiting")
+    assert (result.ok, result.detail) == (False, "no such job")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
+from planner.scheduler.state import wait_class
 from planner.simulator import SUMMARY_KEYS, simulate
 from planner.simulator.metrics import bin_hours
-from planner.simulator.state import wait_class
 from planner.simulator.validate import check_result
 
 H = 3600.0

@@ -36,11 +36,17 @@ from typing import Any
 
 import numpy as np
 
-from models import JobState, NodeState, Plan, Pool
+from models import NodeState, Plan, Pool
 from planner.placement import place_gang
-from planner.simulator.engine import Engine, candidate_pools, try_place
-from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex, victim_level
-from planner.simulator.state import JobRun
+from planner.scheduler.core import Scheduler, candidate_pools, try_place
+from planner.scheduler.queues import (
+    Shape,
+    ShapeQueues,
+    VictimIndex,
+    fair_share_rank,
+    victim_level,
+)
+from planner.scheduler.state import JobRun
 
 
 def _key(run: JobRun) -> tuple[Any, ...]:
@@ -53,9 +59,6 @@ class MipPolicy:
 
     name = "mip"
 
-    #: Gangs of at least this many GPUs may get a hold (and need more than one node).
-    HOLD_MIN_GPUS = 32
-
     def __init__(
         self,
         backend: str = "cpsat",
@@ -65,6 +68,7 @@ class MipPolicy:
         fast_lane: bool = True,
         holds: bool = True,
         hold_fraction: float = 0.25,
+        hold_min_gpus: int = 32,
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -88,20 +92,20 @@ class MipPolicy:
         self.fast_lane = fast_lane
         self.use_holds = holds
         self.hold_fraction = hold_fraction
+        # Gangs of at least this many GPUs may get a hold (and need more than one node).
+        self.hold_min_gpus = hold_min_gpus
         self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
         self.held: set[str] = set()
 
-    def attach(self, engine: Engine) -> None:
+    def attach(self, engine: Scheduler) -> None:
         self.engine = engine
-        # Budgets are shares of the whole cluster, drained nodes included.
-        self.budget_capacity = engine.scenario.capacity_h100()
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
         pol = engine.scenario.policy
         self.epoch = pol.epoch
         self.slice_len = pol.slice_length
         self.slices = pol.slices
-        engine.wake_at(0.0, ("epoch", 0))
+        engine.wake_at(engine.now, ("epoch", 0))
         self.victims = VictimIndex(engine, self._level, self._cost)
 
     def enqueue(self, run: JobRun) -> None:
@@ -168,37 +172,14 @@ class MipPolicy:
         elif self.replan_slices:
             self.engine.wake_at(nxt, ("slice", 0))
 
-    def _snapshot_jobs(self, now: float) -> list[JobState]:
-        e = self.engine
-        out: list[JobState] = []
-        for run in e.runs:
-            if run.status == "queued":
-                out.append(JobState(job=run.job, status="queued", progress=run.progress,
-                                    restarts=run.restarts))
-            elif run.status == "running":
-                assert run.pool is not None
-                out.append(JobState(
-                    job=run.job, status="running", progress=run.done_work(now),
-                    run_start=run.run_start, cluster=run.pool.cluster,
-                    gpu_type=run.pool.gpu_type, nodes=run.nodes, charged=run.charged,
-                    restarts=run.restarts,
-                ))
-        return out
-
     def _plan(self, now: float) -> None:
-        from planner.fairshare import org_at, standings
         from planner.mip import plan_epoch
-        from planner.snapshot import build_snapshot
 
         e = self.engine
-        demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
-        st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger, now,
-                       e.scenario.policy, budget_capacity=self.budget_capacity)
-        self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
-        self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+        st = e.standings()
+        self.ratio, self.order = fair_share_rank(e.projects, st)
         self.victims.invalidate()
-        jobs = self._snapshot_jobs(now)
-        snap = build_snapshot(e.scenario, now, jobs, st)
+        snap = e.snapshot(st)
         if self.use_holds:
             self._update_holds(now, {p: s.owed_gpus for p, s in st.items()})
             if self.held:
@@ -217,9 +198,7 @@ class MipPolicy:
         e.record("plan", None, f"{plan.solver.backend} {plan.solver.status.value} "
                  f"{plan.solver.seconds:.2f}s{' fallback' if plan.solver.fallback else ''}")
         self.plan = plan
-        self.known_running = {
-            e.by_id[js.job.id].index for js in jobs if js.status == "running"
-        }
+        self.known_running = {js_run.index for js_run in e.running.values()}
 
     def _execute(self, now: float) -> None:
         """Apply slice ``slice_index`` of the current plan."""
@@ -321,10 +300,13 @@ class MipPolicy:
         gangs plus half the next gang stay within its owed share."""
         e = self.engine
         cl = e.cluster
-        self.holds = {
+        kept = {
             i: h for i, h in self.holds.items()
             if e.runs[i].status == "queued" and not any(n in cl.drained for n in h[1])
         }
+        for i in self.holds.keys() - kept.keys():
+            e.record("release", e.runs[i], "hold dropped", self.holds[i][1])
+        self.holds = kept
         self.held = {n for _, nodes in self.holds.values() for n in nodes}
         running: dict[str, float] = {}
         for run in e.running.values():
@@ -337,7 +319,7 @@ class MipPolicy:
         candidates: list[tuple[float, float, int]] = []
         for run in e.runs:
             job = run.job
-            if (run.status != "queued" or job.gpus < self.HOLD_MIN_GPUS
+            if (run.status != "queued" or job.gpus < self.hold_min_gpus
                     or run.index in self.holds or now - job.submit < self.epoch):
                 continue
             share = owed.get(job.project, 0.0)
@@ -360,6 +342,7 @@ class MipPolicy:
                 continue
             self.holds[i] = hole
             self.held.update(hole[1])  # the next pick must not take these nodes
+            e.record("hold", run, f"hole of {len(hole[1])} nodes in {hole[0]}", hole[1])
             claimed[project] = claimed.get(project, 0.0) + gang
             held_in[hole[0]] = held_in.get(hole[0], 0) + len(hole[1])
         self.held = {n for _, nodes in self.holds.values() for n in nodes}

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from models import effective_shares
-from planner.simulator.engine import Engine
-from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex
-from planner.simulator.state import JobRun
+from planner.scheduler.core import Scheduler
+from planner.scheduler.queues import Shape, ShapeQueues, VictimIndex
+from planner.scheduler.state import JobRun
 
 LEVEL_WEIGHTS = (0.05, 0.10, 0.15, 0.70)
 """Probability of priority levels 0 (low) .. 3 (top)."""
@@ -47,15 +47,13 @@ class LegacyPolicy:
         self.limit: dict[str, int] = {}
         self.unprotected_gpus = 0
 
-    def attach(self, engine: Engine) -> None:
+    def attach(self, engine: Scheduler) -> None:
         self.engine = engine
         rng = np.random.default_rng(self.seed)
         # One draw per job of the scenario, so a job's level does not depend on --days.
         jobs = engine.scenario.jobs
         levels = rng.choice(len(LEVEL_WEIGHTS), size=len(jobs), p=LEVEL_WEIGHTS)
-        level_of = {j.id: int(lv) for j, lv in zip(jobs, levels, strict=True)}
-        for run in engine.runs:
-            run.level = level_of[run.job.id]
+        self.level_of = {j.id: int(lv) for j, lv in zip(jobs, levels, strict=True)}
         self.victims = VictimIndex(
             engine,
             level=lambda v: -math.inf if v.protected else -float(v.level),
@@ -69,6 +67,9 @@ class LegacyPolicy:
             self.protected_used[p] = 0
 
     def enqueue(self, run: JobRun) -> None:
+        # A job the scenario does not list (adopted from a live cluster) gets the top
+        # level: that is what everyone ended up asking for.
+        run.level = self.level_of.get(run.job.id, len(LEVEL_WEIGHTS) - 1)
         self.queue.push(0, run)
         self.by_team.push(run.job.project, run)
 
@@ -119,7 +120,7 @@ class LegacyPolicy:
                           detail="protected" if protect else "preemptible")
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
-        from planner.simulator.engine import try_place
+        from planner.scheduler.core import try_place
 
         e = self.engine
         # 1. Backfill idle GPUs in level order (free GPUs only shrink in this phase, so a

@@ -1,4 +1,4 @@
-"""Scheduling policies the simulator compares, behind one :class:`Policy` protocol.
+"""The policy registry: the scheduling policies, behind one :class:`Policy` protocol.
 
 ``legacy`` (the old priority system), ``fairshare`` (the institute's greedy fair-share
 sort) and ``mip`` (our epoch planner). :func:`make_policy` is the explicit registry.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.simulator.engine import Policy
+from planner.scheduler.core import Policy
 
 POLICY_NAMES = ("legacy", "fairshare", "mip")
 
@@ -16,15 +16,15 @@ POLICY_NAMES = ("legacy", "fairshare", "mip")
 def make_policy(name: str, **options: Any) -> Policy:
     """A fresh policy object by name, with its options (unknown options are an error)."""
     if name == "legacy":
-        from planner.simulator.policies.legacy import LegacyPolicy
+        from planner.scheduler.legacy import LegacyPolicy
 
         return LegacyPolicy(**options)
     if name == "fairshare":
-        from planner.simulator.policies.fairshare import FairSharePolicy
+        from planner.scheduler.fairshare import FairSharePolicy
 
         return FairSharePolicy(**options)
     if name == "mip":
-        from planner.simulator.policies.mip import MipPolicy
+        from planner.scheduler.mip import MipPolicy
 
         return MipPolicy(**options)
     raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICY_NAMES)})")
@@ -34,7 +34,7 @@ OPTIONS = {
     "legacy": ("seed", "protected_fraction"),
     "fairshare": (),
     "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane", "holds",
-            "hold_fraction"),
+            "hold_fraction", "hold_min_gpus"),
 }
 """The options each policy takes."""
 

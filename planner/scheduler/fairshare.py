@@ -24,9 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.simulator.engine import Engine, try_place
-from planner.simulator.policies.base import Shape, ShapeQueues, VictimIndex, victim_level
-from planner.simulator.state import JobRun
+from planner.scheduler.core import Scheduler, try_place
+from planner.scheduler.queues import (
+    Shape,
+    ShapeQueues,
+    VictimIndex,
+    fair_share_rank,
+    victim_level,
+)
+from planner.scheduler.state import JobRun
 
 
 def _key(run: JobRun) -> tuple[Any, ...]:
@@ -44,10 +50,8 @@ class FairSharePolicy:
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
 
-    def attach(self, engine: Engine) -> None:
+    def attach(self, engine: Scheduler) -> None:
         self.engine = engine
-        # Budgets are shares of the whole cluster, drained nodes included.
-        self.budget_capacity = engine.scenario.capacity_h100()
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
         engine.charge_hooks.append(self._refresh)
@@ -55,14 +59,9 @@ class FairSharePolicy:
 
     def _refresh(self, now: float) -> None:
         """Re-rank projects from the ledger (called at each charge point)."""
-        from planner.fairshare import org_at, standings
-
         e = self.engine
-        demand = {p: d for p, d in e.demand_h100.items() if d > 1e-9}
-        st = standings(org_at(e.scenario, now), demand, e.cluster.available_h100, e.ledger,
-                       now, e.scenario.policy, budget_capacity=self.budget_capacity)
-        self.ratio = {p: (st[p].ratio if p in st else 0.0) for p in e.projects}
-        self.order = sorted(e.projects, key=lambda p: (self.ratio[p], p))
+        st = e.standings()
+        self.ratio, self.order = fair_share_rank(e.projects, st)
         self.victims.invalidate()
 
     def enqueue(self, run: JobRun) -> None:

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
-from models import Pool
+from models import Pool, ProjectStanding
 from planner.placement import nodes_needed
-from planner.simulator.engine import Engine
-from planner.simulator.state import JobRun
+from planner.scheduler.core import Scheduler
+from planner.scheduler.state import JobRun
 
 Shape = tuple[int, tuple[str, ...] | None, tuple[str, ...] | None]
 
 
-def victim_level(engine: Engine, ratio: dict[str, float], v: JobRun) -> float:
+def victim_level(engine: Scheduler, ratio: dict[str, float], v: JobRun) -> float:
     """How preemptible ``v`` is: a funded requester of ratio r may preempt it when level > r.
 
     Work inside its contract, and charged non-resumable work, is never a victim; free work
@@ -34,6 +34,15 @@ def victim_level(engine: Engine, ratio: dict[str, float], v: JobRun) -> float:
     if not v.charged:
         return math.inf
     return ratio[v.job.project] if v.job.resumable else -math.inf
+
+
+def fair_share_rank(
+    projects: list[str], standing: Mapping[str, ProjectStanding]
+) -> tuple[dict[str, float], list[str]]:
+    """Each project's fair-share ratio and the projects in queue order (lowest ratio
+    first, ties by name): the one ranking the greedy passes and the fast lane share."""
+    ratio = {p: (standing[p].ratio if p in standing else 0.0) for p in projects}
+    return ratio, sorted(projects, key=lambda p: (ratio[p], p))
 
 
 def shape_of(run: JobRun) -> Shape:
@@ -53,7 +62,7 @@ class ShapeQueues:
         heap = shapes.setdefault(shape_of(run), [])
         heapq.heappush(heap, (*self.key(run), run.index, run.token))
 
-    def _clean(self, engine: Engine, heap: list[tuple[Any, ...]]) -> None:
+    def _clean(self, engine: Scheduler, heap: list[tuple[Any, ...]]) -> None:
         runs = engine.runs
         while heap:
             run = runs[heap[0][-2]]
@@ -63,7 +72,7 @@ class ShapeQueues:
 
     def iter_group(
         self,
-        engine: Engine,
+        engine: Scheduler,
         group: Hashable,
         dead: set[Shape],
         skip: set[int] | None = None,
@@ -122,7 +131,7 @@ class VictimIndex:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Scheduler,
         level: Callable[[JobRun], float],
         cost: Callable[[JobRun], float],
     ) -> None:

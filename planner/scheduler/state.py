@@ -54,6 +54,7 @@ class JobRun:
     protected: bool = False
     level: int = 0
     first_start: float = math.nan
+    queued_at: float = math.nan  # when it first joined the queue (its arrival)
     end: float = math.nan
     restarts: int = 0
     preemptions: int = 0
