@@ -2,6 +2,7 @@
 
 from models.cluster import Cluster, Node, NodeGroup, Pool
 from models.durations import Duration, format_duration, parse_duration
+from models.errors import GpuplanError
 from models.gpu import DEFAULT_GPU_TYPES, GpuType
 from models.maintenance import Maintenance
 from models.org import OrgUnit, effective_shares, project_paths, walk, with_shares
@@ -47,6 +48,7 @@ __all__ = [
     "Cluster",
     "Duration",
     "GenerateSpec",
+    "GpuplanError",
     "GpuType",
     "Histogram",
     "Job",

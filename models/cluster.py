@@ -6,7 +6,8 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from models.base import Frozen
+from models.base import Count, Frozen, Input
+from models.limits import MAX_GPUS_PER_NODE, MAX_NODES_PER_GROUP
 
 
 class Pool(NamedTuple):
@@ -19,12 +20,12 @@ class Pool(NamedTuple):
         return f"{self.cluster}/{self.gpu_type}"
 
 
-class NodeGroup(Frozen):
+class NodeGroup(Input):
     """Identical nodes of one GPU type inside a cluster."""
 
     gpu_type: str
-    nodes: int = Field(ge=1)
-    gpus_per_node: int = Field(default=8, ge=1)
+    nodes: Count = Field(ge=1, le=MAX_NODES_PER_GROUP)
+    gpus_per_node: Count = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
 
 
 class Node(Frozen):
@@ -40,7 +41,7 @@ class Node(Frozen):
         return Pool(self.cluster, self.gpu_type)
 
 
-class Cluster(Frozen):
+class Cluster(Input):
     """A named cluster made of node groups."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")

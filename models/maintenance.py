@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from models.base import Frozen
+from models.base import Count, Input
 from models.durations import Duration
 
 
-class Maintenance(Frozen):
+class Maintenance(Input):
     """Drain ``nodes`` nodes (or the named ``node_names``) of ``cluster``.
 
     With a count, the nodes are taken from the end of the cluster's node list (of
@@ -16,10 +16,10 @@ class Maintenance(Frozen):
     """
 
     cluster: str
-    nodes: int | None = Field(default=None, ge=1)
+    nodes: Count | None = Field(default=None, ge=1)
     node_names: tuple[str, ...] | None = None
     gpu_type: str | None = None
-    start: Duration
+    start: Duration = Field(ge=0)
     duration: Duration = Field(gt=0)
 
     @model_validator(mode="after")

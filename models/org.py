@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from models.base import Frozen
+from models.base import Input, Number
+from models.limits import MAX_SHARE, MIN_SHARE
 
 
-class OrgUnit(Frozen):
+class OrgUnit(Input):
     """A unit of the org tree. Leaves are projects, named by their path (``research/nlp``).
 
     ``share`` is the weight the unit's manager gives it among its siblings.
     """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    share: float = Field(gt=0)
+    share: Number = Field(gt=0, le=MAX_SHARE)
     children: tuple[OrgUnit, ...] = ()
+
+    @field_validator("share")
+    @classmethod
+    def _not_tiny(cls, share: float) -> float:
+        if share < MIN_SHARE:
+            raise ValueError(f"must be at least {MIN_SHARE:g} (shares are relative weights)")
+        return share
 
     @property
     def is_project(self) -> bool:

@@ -8,17 +8,29 @@ from functools import cached_property
 
 from pydantic import Field, field_validator, model_validator
 
-from models.base import Frozen
+from models.base import Count, Input, Number
 from models.cluster import Cluster, Node, Pool
 from models.durations import Duration
 from models.gpu import DEFAULT_GPU_TYPES, GpuType
+from models.limits import (
+    MAX_GENERATE_BACKLOG_DAYS,
+    MAX_GENERATE_DAYS,
+    MAX_GENERATE_LOAD,
+    MAX_GENERATE_USERS,
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_NODES,
+    MAX_SEED,
+    MAX_SHARE,
+    MIN_SHARE,
+)
 from models.maintenance import Maintenance
 from models.org import OrgUnit, project_paths, walk
 from models.policy import Policy
 from models.workload import Job
 
 
-class GenerateSpec(Frozen):
+class GenerateSpec(Input):
     """Parameters of the synthetic workload generator (``scenarios.generate``).
 
     ``load`` is the offered GPU-time of the arrivals over ``days`` / physical capacity;
@@ -26,14 +38,14 @@ class GenerateSpec(Frozen):
     twelve hours of every GPU's time), so a simulation starts from a busy institute.
     """
 
-    seed: int = 1
-    days: float = Field(default=7.0, gt=0)
-    load: float = Field(default=1.0, gt=0)
-    users: int = Field(default=150, ge=1)
-    backlog: Duration = Field(default=0.0, ge=0)
+    seed: Count = Field(default=1, ge=0, le=MAX_SEED)
+    days: Number = Field(default=7.0, gt=0, le=MAX_GENERATE_DAYS)
+    load: Number = Field(default=1.0, gt=0, le=MAX_GENERATE_LOAD)
+    users: Count = Field(default=150, ge=1, le=MAX_GENERATE_USERS)
+    backlog: Duration = Field(default=0.0, ge=0, le=MAX_GENERATE_BACKLOG_DAYS * 86400.0)
 
 
-class PhillySpec(Frozen):
+class PhillySpec(Input):
     """Import of a Philly trace (``scenarios.philly``).
 
     ``project_map`` maps a Philly virtual cluster id to a project path; unmapped ids
@@ -45,8 +57,8 @@ class PhillySpec(Frozen):
     gpu_type: str = "H100"
     cluster: str | None = None
     project_map: dict[str, str] = Field(default_factory=dict)
-    days: float | None = Field(default=None, gt=0)
-    unallocated_share: float = Field(default=0.18, ge=0, le=1)
+    days: Number | None = Field(default=None, gt=0, le=MAX_GENERATE_DAYS)
+    unallocated_share: Number = Field(default=0.18, ge=0, le=1)
 
     @field_validator("project_map", mode="before")
     @classmethod
@@ -60,10 +72,10 @@ class PhillySpec(Frozen):
         return value
 
 
-class Workloads(Frozen):
+class Workloads(Input):
     """Exactly one source of jobs: inline ``jobs``, ``generate``, ``csv`` or ``philly``."""
 
-    jobs: tuple[Job, ...] | None = None
+    jobs: tuple[Job, ...] | None = Field(default=None, max_length=MAX_JOBS)
     generate: GenerateSpec | None = None
     csv: str | None = None
     philly: PhillySpec | None = None
@@ -79,22 +91,24 @@ class Workloads(Frozen):
         return self
 
 
-class BudgetRevision(Frozen):
+class BudgetRevision(Input):
     """New shares for some org units, effective from ``at`` (offset from the start)."""
 
-    at: Duration
-    shares: dict[str, float]
+    at: Duration = Field(ge=0)
+    shares: dict[str, Number]
 
     @field_validator("shares")
     @classmethod
     def _positive(cls, shares: dict[str, float]) -> dict[str, float]:
         for path, share in shares.items():
-            if share <= 0:
-                raise ValueError(f"share of {path!r} must be > 0, got {share}")
+            if not MIN_SHARE <= share <= MAX_SHARE:
+                raise ValueError(
+                    f"share of {path!r} must be in [{MIN_SHARE:g}, {MAX_SHARE:g}], got {share}"
+                )
         return shares
 
 
-class Scenario(Frozen):
+class Scenario(Input):
     """Everything a planner or simulator needs; times are seconds from ``start``."""
 
     name: str = Field(min_length=1)
@@ -170,8 +184,41 @@ class Scenario(Frozen):
             h.nodes for h in nodes if h.gpus_per_node == g.gpus_per_node) for g in nodes)
 
 
+class JobProblem(ValueError):
+    """A cross-check that fails for one job: which job (its index), which field, and why.
+
+    The loader maps the index back to where the job came from (a CSV or trace row), so
+    the message names that file and line rather than the resolved ``workloads.jobs[i]``.
+    """
+
+    def __init__(self, index: int, job_id: str, field: str, problem: str) -> None:
+        self.index = index
+        self.job_id = job_id
+        self.field = field
+        self.problem = problem
+        super().__init__(f"workloads.jobs[{index}] (id {job_id!r}).{field}: {problem}")
+
+
+def _check_size(s: Scenario) -> None:
+    """Node and GPU totals, from the groups' counts: before any node is built."""
+    nodes = gpus = 0
+    for i, cluster in enumerate(s.clusters):
+        for group in cluster.node_groups:
+            nodes += group.nodes
+            gpus += group.nodes * group.gpus_per_node
+        if nodes > MAX_NODES:
+            raise ValueError(
+                f"clusters[{i}]: the scenario has more than {MAX_NODES:,} nodes (the limit)"
+            )
+        if gpus > MAX_GPUS:
+            raise ValueError(
+                f"clusters[{i}]: the scenario has more than {MAX_GPUS:,} GPUs (the limit)"
+            )
+
+
 def _check_scenario(s: Scenario) -> None:
     """Cross-reference checks; each error names the field path it is about."""
+    _check_size(s)
     cluster_names = [c.name for c in s.clusters]
     _no_duplicates(cluster_names, "clusters", "cluster name")
     for i, cluster in enumerate(s.clusters):
@@ -218,28 +265,32 @@ def _check_scenario(s: Scenario) -> None:
     seen: set[str] = set()
     max_min = s.policy.max_min_runtime
     for i, job in enumerate(s.jobs):
-        where = f"workloads.jobs[{i}] (id {job.id!r})"
+        def problem(field: str, text: str, i: int = i, job: Job = job) -> JobProblem:
+            return JobProblem(i, job.id, field, text)
+
         if job.id in seen:
-            raise ValueError(f"{where}.id: duplicate job id {job.id!r}")
+            raise problem("id", f"duplicate job id {job.id!r}")
+        if job.submit < 0:
+            # A snapshot may hold work submitted before its epoch; a scenario's times
+            # count from its start.
+            raise problem("submit", f"must not be negative (times count from the scenario's start), got {job.submit:g}s")
         seen.add(job.id)
         if job.project not in projects:
             hint = " (it is a unit with children, not a project)" if job.project in units else ""
-            raise ValueError(f"{where}.project: unknown project {job.project!r}{hint}")
+            raise problem("project", f"unknown project {job.project!r}{hint}")
         for t in job.gpu_types or ():
             if t not in s.gpu_types:
-                raise ValueError(f"{where}.gpu_types: unknown GPU type {t!r}")
+                raise problem("gpu_types", f"unknown GPU type {t!r}")
         for c in job.clusters or ():
             if c not in by_name:
-                raise ValueError(f"{where}.clusters: unknown cluster {c!r}")
+                raise problem("clusters", f"unknown cluster {c!r}")
         if job.min_runtime > max_min:
-            raise ValueError(
-                f"{where}.min_runtime: {job.min_runtime:g}s is above the policy's "
-                f"max_min_runtime of {max_min:g}s"
+            raise problem(
+                "min_runtime",
+                f"{job.min_runtime:g}s is above the policy's max_min_runtime of {max_min:g}s",
             )
         if not any(s.job_fits(job, c, p.gpu_type) for c in s.clusters for p in c.pools()):
-            raise ValueError(
-                f"{where}.gpus: a gang of {job.gpus} GPUs fits no allowed pool"
-            )
+            raise problem("gpus", f"a gang of {job.gpus} GPUs fits no allowed pool")
 
 
 def _check_org(units: tuple[OrgUnit, ...], where: str) -> None:

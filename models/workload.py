@@ -6,8 +6,9 @@ from enum import StrEnum
 
 from pydantic import Field, model_validator
 
-from models.base import Frozen
+from models.base import Count, Input
 from models.durations import Duration
+from models.limits import MAX_GPUS, MAX_PRIORITY
 
 DEBUG_MAX_GPUS = 8
 DEBUG_MAX_MIN_RUNTIME = 15 * 60.0
@@ -26,7 +27,7 @@ class JobKind(StrEnum):
     INTERACTIVE = "interactive"
 
 
-class Job(Frozen):
+class Job(Input):
     """One workload: a gang of ``gpus`` GPUs that runs all at once or not at all.
 
     ``min_runtime`` is the contract: once started, the job is not preempted before it has
@@ -37,14 +38,14 @@ class Job(Frozen):
     id: str = Field(min_length=1)
     project: str
     user: str = ""
-    gpus: int = Field(ge=1)
+    gpus: Count = Field(ge=1, le=MAX_GPUS)
     gpu_types: tuple[str, ...] | None = None
     clusters: tuple[str, ...] | None = None
     submit: Duration = 0.0
     duration: Duration | None = Field(default=None)
     min_runtime: Duration = 3600.0
     resumable: bool = False
-    priority: int = 0
+    priority: Count = Field(default=0, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     urgent: bool = False
     kind: JobKind | None = None
 

@@ -18,22 +18,32 @@ Design choices:
 - A ``schema_version`` table; opening a ledger of another version is an error, never a
   silent migration.
 - :meth:`Ledger.what_if` returns an in-memory copy: edits there never reach the file.
+- A file is touched only once it is recognised as a gpuplan ledger (or does not exist
+  yet): :func:`inspect_ledger_file` reads its header and schema read-only first, so a
+  text file or another application's database is refused unchanged, byte for byte.
+- One live run per ledger: :func:`lock_for_run` takes an exclusive ``flock`` on
+  ``LEDGER.lock``; a second run is refused with a message naming the holder.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import math
 import numbers
+import os
 import sqlite3
+import stat
 import threading
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from planner.cli.errors import UsageError
+from models.errors import GpuplanError
 
 SCHEMA_VERSION = 1
 
@@ -61,8 +71,144 @@ _SCHEMA = (
 _COLUMNS = "project, t_start, t_end, allocated_gpu_h, charged_gpu_h, unallocated_gpu_h, owed_gpu_h"
 
 
-class LedgerError(UsageError):
-    """A ledger file that cannot be used (not SQLite, other schema); names the file."""
+class LedgerError(GpuplanError):
+    """A ledger file that cannot be used (not ours, other schema, read-only, in use by
+    another run); the message names the file."""
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
+    """Whether ``path`` is a ledger to create (``"new"``) or a gpuplan ledger (``"ours"``).
+
+    Writes nothing, ever: a file is read through a read-only SQLite connection, and only
+    once its header says it is SQLite. Use it before anything else touches the path.
+
+    Raises
+    ------
+    LedgerError
+        For anything else (a directory, a device, an empty or text file, another
+        application's database, another schema version), naming the file.
+    """
+    file = Path(path)
+    try:
+        info = os.stat(file)
+    except FileNotFoundError:
+        if not file.parent.is_dir():
+            raise LedgerError(f"{file}: cannot create the ledger: no folder {str(file.parent)!r}") from None
+        return "new"
+    except OSError as exc:
+        reason = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
+        raise LedgerError(f"{file}: cannot open the ledger: {reason}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise LedgerError(f"{file}: is a directory, not a ledger file")
+    if not stat.S_ISREG(info.st_mode):
+        raise LedgerError(f"{file}: not a regular file, so not a gpuplan ledger")
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise LedgerError(f"{file}: cannot read the ledger: {exc.strerror}") from None
+    # A 0-byte main file with a -wal beside it is a ledger another process is creating.
+    creating = not head and os.path.exists(f"{file}-wal")
+    if head != SQLITE_MAGIC and not creating:
+        what = "an empty file" if not head else "not an SQLite file"
+        raise LedgerError(
+            f"{file}: not a gpuplan ledger ({what}); left unchanged. Name a new file "
+            "for a new ledger"
+        )
+    uri = "file:" + urllib.parse.quote(str(file.resolve())) + "?mode=ro"
+    if not os.path.exists(f"{file}-wal"):
+        # Nothing in flight: read the file as immutable, so SQLite creates no -wal/-shm
+        # beside a database in WAL mode that may be another application's.
+        uri += "&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            _check_schema(conn, str(file))
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{file}: not a usable gpuplan ledger: {exc}; left unchanged") from None
+    return "ours"
+
+
+def _check_schema(conn: sqlite3.Connection, name: str) -> None:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "schema_version" not in tables or "usage" not in tables:
+        raise LedgerError(
+            f"{name}: not a gpuplan ledger (no schema_version/usage tables); left unchanged"
+        )
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    if row is None or row[0] != SCHEMA_VERSION:
+        found = None if row is None else row[0]
+        raise LedgerError(
+            f"{name}: ledger schema version {found}, this gpuplan reads version {SCHEMA_VERSION}"
+        )
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse a ledger this process could read but not write (checked before a run acts)."""
+    file = Path(path)
+    if file.exists() and not os.access(file, os.W_OK):
+        raise LedgerError(f"{file}: the ledger is read-only; a run must write to it")
+    folder = file.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise LedgerError(
+            f"{file}: the folder {str(folder)!r} is read-only; the ledger writes its journal there"
+        )
+
+
+class RunLock:
+    """An exclusive lock on a ledger for one live run; released by :meth:`release`
+    (or when the process ends, however it ends)."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Give the lock up (idempotent). The lock file stays: removing it would race."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_for_run(ledger_path: str | Path) -> RunLock:
+    """Take the run lock of ``ledger_path`` (``LEDGER.lock``, holding the owner's pid).
+
+    Raises
+    ------
+    LedgerError
+        When another process holds it (naming that process), or the lock file cannot
+        be made.
+    """
+    lock_path = Path(f"{ledger_path}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LedgerError(f"{ledger_path}: cannot create the run lock {lock_path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise LedgerError(
+                f"{ledger_path}: another gpuplan run is using this ledger (pid {holder}); "
+                "stop it first, or give another --ledger"
+            ) from None
+        raise LedgerError(f"{ledger_path}: cannot lock {lock_path}: {exc.strerror}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return RunLock(lock_path, fd)
 
 
 class Usage(NamedTuple):
@@ -112,6 +258,8 @@ class Ledger:
         self._in_memory = self.path == ":memory:"
         self._lock = threading.Lock()
         self._mirror: _Mirror | None = None
+        if not self._in_memory:
+            inspect_ledger_file(self.path)  # never touch a file that is not ours
         try:
             # Autocommit mode: transactions are explicit, so each record() is one commit.
             # The app may touch the ledger from Streamlit's worker threads; the lock
@@ -144,6 +292,7 @@ class Ledger:
         source = Path(path)
         if not source.is_file():
             raise LedgerError(f"{source}: no such ledger file")
+        inspect_ledger_file(source)  # refuse another application's file before opening it
         try:
             return cls._read_only(source, immutable=False)
         except sqlite3.OperationalError as exc:
@@ -220,18 +369,7 @@ class Ledger:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            tables = {
-                row[0]
-                for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-        if "schema_version" not in tables or "usage" not in tables:
-            raise LedgerError(f"{self.path}: not a gpuplan ledger (no schema_version/usage tables)")
-        row = self._conn.execute("SELECT version FROM schema_version").fetchone()
-        if row is None or row[0] != SCHEMA_VERSION:
-            found = None if row is None else row[0]
-            raise LedgerError(
-                f"{self.path}: ledger schema version {found}, this gpuplan reads version {SCHEMA_VERSION}"
-            )
+        _check_schema(self._conn, self.path)
 
     # -- writing -----------------------------------------------------------------------
 

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from models.errors import GpuplanError
+
+
+class RunStateError(GpuplanError, ValueError):
+    """A run-state file that is not one (a directory, bad JSON, a non-finite origin);
+    the message names the file. A ``ValueError`` too, for callers that caught that."""
 
 
 @dataclass
@@ -28,20 +36,53 @@ class RunState:
 
         Raises
         ------
-        ValueError
-            When the file exists but is not a run state (the message names it).
+        RunStateError
+            When the file exists but is not a run state, or cannot be read or written
+            (the message names it).
         """
         if path is not None:
-            try:
-                data = json.loads(path.read_text())
-                return cls(float(data["origin"]), set(map(str, data.get("submitted", []))), path)
-            except FileNotFoundError:
-                pass
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: not a gpuplan run state file ({exc})") from None
+            found = cls.read(path)
+            if found is not None:
+                return found
         state = cls(now, set(), path)
-        state.save()
+        try:
+            state.save()
+        except OSError as exc:
+            raise RunStateError(f"{path}: cannot write the run state: {exc.strerror}") from None
         return state
+
+    @classmethod
+    def read(cls, path: Path) -> RunState | None:
+        """The state kept at ``path``, or ``None`` when there is no file; writes nothing.
+
+        Raises
+        ------
+        RunStateError
+            When something is at ``path`` that is not a gpuplan run state.
+        """
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise RunStateError(f"{path}: is a directory, not a gpuplan run state file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise RunStateError(f"{path}: cannot read the run state: {reason}") from None
+        try:
+            data = json.loads(text)
+            origin = data["origin"]
+            submitted = data.get("submitted", [])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise RunStateError(f"{path}: not a gpuplan run state file ({exc})") from None
+        if isinstance(origin, bool) or not isinstance(origin, int | float) or not math.isfinite(origin):
+            raise RunStateError(
+                f"{path}: origin: expected the run's start as a finite number of seconds, "
+                f"got {origin!r}"
+            )
+        if not isinstance(submitted, list) or not all(isinstance(j, str) for j in submitted):
+            raise RunStateError(f"{path}: submitted: expected a list of job ids")
+        return cls(float(origin), set(submitted), path)
 
     def save(self) -> None:
         if self.path is None:

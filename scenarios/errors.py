@@ -6,12 +6,19 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from models.errors import GpuplanError
 
-class ScenarioError(Exception):
+
+class ScenarioError(GpuplanError):
     """Bad input. ``str()`` is the whole message the CLI prints (exit code 2)."""
+
+    MAX_MESSAGE = 500
+    """Longer messages are cut: a value quoted from a damaged file may be megabytes."""
 
     def __init__(self, file: str | Path | None, message: str) -> None:
         self.file = str(file) if file is not None else None
+        if len(message) > self.MAX_MESSAGE:
+            message = message[: self.MAX_MESSAGE - 20] + " ... (message cut)"
         self.message = message
         super().__init__(f"{self.file}: {message}" if self.file else message)
 

@@ -71,6 +71,8 @@ import numpy as np
 
 from models import GenerateSpec, Job, JobKind, Scenario, effective_shares
 from models.cluster import Pool
+from models.limits import MAX_JOBS
+from scenarios.errors import ScenarioError
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -148,6 +150,12 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
     list[Job]
         Jobs sorted by submit time, with ids ``g00000``, ``g00001``, ... Each passes the
         scenario's validation.
+
+    Raises
+    ------
+    ScenarioError
+        When the spec asks for more than :data:`~models.limits.MAX_JOBS` jobs (checked
+        while drawing, before the jobs are built).
     """
     rng = np.random.default_rng(spec.seed)
     pools = scenario.pool_gpus()
@@ -167,7 +175,7 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
         live_only = phase == 0 and cls.name in ("debug", "interactive")
         target = 0.0 if live_only else work * cls.work_fraction
         sizes = fits.sizes_for(cls)
-        gpus, durations, group, rank = _draw_until(rng, cls, sizes, target)
+        gpus, durations, group, rank = _draw_until(rng, cls, sizes, target, MAX_JOBS - len(drafts))
         n, groups = len(gpus), int(group[-1]) + 1 if len(group) else 0
         if phase == 0:
             submit = np.zeros(n)
@@ -209,7 +217,11 @@ def generate_jobs(scenario: Scenario, spec: GenerateSpec) -> list[Job]:
 
 
 def _draw_until(
-    rng: np.random.Generator, cls: JobClass, sizes: tuple[tuple[int, ...], np.ndarray], target: float
+    rng: np.random.Generator,
+    cls: JobClass,
+    sizes: tuple[tuple[int, ...], np.ndarray],
+    target: float,
+    limit: int = MAX_JOBS,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Jobs of ``cls`` until their GPU-time reaches ``target``.
 
@@ -221,6 +233,7 @@ def _draw_until(
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     total = 0.0
     groups_so_far = 0
+    count = 0
     while total < target:
         batch = 256
         size = rng.geometric(1.0 / cls.sweep_mean, size=batch)
@@ -237,6 +250,13 @@ def _draw_until(
                 stop += 1  # including the job that crosses the target lands nearer
         cut = slice(0, min(stop, len(group)))
         parts.append((g[cut], d[cut], group[cut] + groups_so_far, rank[cut]))
+        count += cut.stop
+        if count > limit:
+            raise ScenarioError(
+                None,
+                f"workloads.generate: the load, days and backlog ask for more than "
+                f"{MAX_JOBS:,} jobs on this capacity (the limit); lower them",
+            )
         total = float(work[-1])
         groups_so_far += batch
         if stop < len(group):

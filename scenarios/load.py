@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,23 @@ import yaml
 from pydantic import ValidationError
 
 from models import Job, Scenario
+from models.scenario import JobProblem
 from scenarios.errors import ScenarioError, from_validation_error
+from scenarios.files import describe_os_error, parse_yaml_mapping, read_text
+
+__all__ = [
+    "BUNDLED_DIR",
+    "bundled_scenarios",
+    "dump_scenario",
+    "load_scenario",
+    "parse_scenario",
+    "parse_yaml_mapping",
+    "read_text",
+    "resolve_path",
+    "scenario_from_dict",
+    "scenario_mapping",
+    "write_scenario",
+]
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 
@@ -22,16 +40,30 @@ def bundled_scenarios() -> dict[str, Path]:
 def resolve_path(name: str | Path) -> Path:
     """A path as given, or the bundled scenario of that name (``tiny``, ``ai2-like``)."""
     path = Path(name)
-    if path.exists():
+    try:
+        os.stat(path)
         return path
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            # A symbolic link loop, a permission problem: say so, not "no such file".
+            raise ScenarioError(path, f"cannot read: {describe_os_error(exc)}") from None
     bundled = bundled_scenarios()
     if str(name) in bundled:
         return bundled[str(name)]
+    if path.is_symlink():
+        raise ScenarioError(path, "a symbolic link to a file that does not exist")
     raise ScenarioError(path, "no such file (and no bundled scenario of that name)")
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Load, resolve and validate a scenario file. Raises :class:`ScenarioError`."""
+    """Load, resolve and validate a scenario file.
+
+    Raises
+    ------
+    ScenarioError
+        For any problem with the file or what it names (CSV, trace), naming the file
+        and the field; never another exception type for bad input.
+    """
     file = resolve_path(path)
     return parse_scenario(read_text(file), file)
 
@@ -46,30 +78,6 @@ def scenario_mapping(text: str, file: str | Path = "<scenario>") -> dict[str, An
     return parse_yaml_mapping(text, file, "a mapping of scenario keys")
 
 
-def read_text(file: Path) -> str:
-    """The file's text; :class:`ScenarioError` naming it when it cannot be read."""
-    try:
-        return file.read_text()
-    except OSError as exc:
-        raise ScenarioError(file, f"cannot read: {exc.strerror}") from None
-
-
-def parse_yaml_mapping(text: str, file: str | Path, expected: str) -> dict[str, Any]:
-    """YAML text whose top level is a mapping; :class:`ScenarioError` naming ``file``
-    (with the line and column of a syntax error) otherwise. ``expected`` says what the
-    top level should be, for the error."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(file, f"not valid YAML{where}: {problem}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(file, f"expected {expected} at the top level")
-    return data
-
-
 def scenario_from_dict(data: dict[str, Any], file: str | Path = "<scenario>") -> Scenario:
     """Validate a scenario mapping, resolving a generated/CSV/Philly source into jobs."""
     base_dir = Path(file).resolve().parent
@@ -80,29 +88,69 @@ def scenario_from_dict(data: dict[str, Any], file: str | Path = "<scenario>") ->
     w = scenario.workloads
     if w.jobs is not None:
         return scenario
-    jobs = _resolve_jobs(scenario, base_dir, file)
+    source = _resolve_jobs(scenario, base_dir, file)
     resolved = scenario.model_dump(mode="python", exclude={"workloads"})
-    resolved["workloads"] = {"jobs": jobs}
+    resolved["workloads"] = {"jobs": source.jobs}
     try:
         return Scenario.model_validate(resolved)
     except ValidationError as err:
+        problem = _job_problem(err)
+        if problem is not None:
+            # Name the row the job came from, not the resolved workloads.jobs[i].
+            where, prefix = source.where(problem.index)
+            raise ScenarioError(where, f"{prefix}column {problem.field}: {problem.problem}") from None
         raise from_validation_error(err, file) from None
 
 
-def _resolve_jobs(scenario: Scenario, base_dir: Path, file: str | Path) -> list[Job]:
+def _job_problem(err: ValidationError) -> JobProblem | None:
+    first = err.errors(include_url=False)[0]
+    found = (first.get("ctx") or {}).get("error")
+    return found if isinstance(found, JobProblem) else None
+
+
+class _Source:
+    """Resolved jobs and, for each, the file and row (``row N, ``) it came from."""
+
+    def __init__(self, jobs: list[Job], file: str | Path, rows: list[int] | None, prefix: str) -> None:
+        self.jobs = jobs
+        self.file = file
+        self.rows = rows
+        self.prefix = prefix
+
+    def where(self, index: int) -> tuple[str | Path, str]:
+        if self.rows is None:
+            return self.file, f"{self.prefix}job {self.jobs[index].id}: "
+        return self.file, f"row {self.rows[index]}, "
+
+
+def _resolve_jobs(scenario: Scenario, base_dir: Path, file: str | Path) -> _Source:
+    try:
+        return _read_source(scenario, base_dir, file)
+    except ScenarioError as exc:
+        if exc.file is None:  # about a field of the scenario file itself
+            raise ScenarioError(file, exc.message) from None
+        raise
+
+
+def _read_source(scenario: Scenario, base_dir: Path, file: str | Path) -> _Source:
     w = scenario.workloads
     if w.generate is not None:
         from scenarios.generate import generate_jobs
 
-        return generate_jobs(scenario, w.generate)
+        return _Source(generate_jobs(scenario, w.generate), file, None, "workloads.generate: ")
     if w.csv is not None:
-        from scenarios.csv_jobs import read_jobs_csv
+        from scenarios.csv_jobs import read_jobs_csv_rows
 
-        return read_jobs_csv(base_dir / w.csv)
+        csv_path = base_dir / w.csv
+        jobs, rows = read_jobs_csv_rows(csv_path)
+        return _Source(jobs, csv_path, rows, "")
     assert w.philly is not None
     from scenarios.philly import import_philly
 
-    return import_philly(scenario, w.philly, base_dir)
+    jobs = import_philly(scenario, w.philly, base_dir)
+    # Philly ids carry their line: philly-00042 is line 42.
+    rows = [int(j.id.rsplit("-", 1)[1]) for j in jobs]
+    return _Source(jobs, base_dir / w.philly.path, rows, "")
 
 
 def dump_scenario(scenario: Scenario) -> str:

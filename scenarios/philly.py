@@ -55,15 +55,19 @@ Errors
 from __future__ import annotations
 
 import csv
+import io
 import math
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from models import Job, JobKind, PhillySpec, Scenario, effective_shares
+from models.limits import MAX_DAYS, MAX_GPUS, MAX_JOBS, MAX_SECONDS, MAX_TABLE_BYTES
 from scenarios.errors import ScenarioError
+from scenarios.files import csv_problem, decode_text, read_bytes
 
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 """The columns a Philly trace must have."""
@@ -95,33 +99,42 @@ def read_trace(path: Path) -> list[TraceRow]:
     ScenarioError
         Naming ``path`` and the line number of the first bad row or the missing columns.
     """
+    text = decode_text(read_bytes(path, MAX_TABLE_BYTES, "Philly trace"), path)
+    # strict: an unterminated quote is an error, not the rest of the file in one cell.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        handle = path.open(newline="")
-    except OSError as exc:
-        raise ScenarioError(path, f"cannot read Philly trace: {exc.strerror}") from None
+        return _read_rows(path, reader)
+    except csv.Error as exc:
+        raise ScenarioError(path, f"row {reader.line_num}: {csv_problem(exc)}") from None
+
+
+def _read_rows(path: Path, reader: Any) -> list[TraceRow]:
     rows: list[TraceRow] = []
-    with handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise ScenarioError(path, "empty file: expected a header with " + ", ".join(COLUMNS))
-        header = [h.strip() for h in header]
-        missing = [c for c in COLUMNS if c not in header]
-        if missing:
+    header = next(reader, None)
+    if header is None:
+        raise ScenarioError(path, "empty file: expected a header with " + ", ".join(COLUMNS))
+    header = [h.strip() for h in header]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise ScenarioError(
+            path, f"line 1: missing column(s) {', '.join(missing)} (a Philly trace has "
+            f"{', '.join(COLUMNS)})"
+        )
+    repeated = sorted({c for c in COLUMNS if header.count(c) > 1})
+    if repeated:
+        raise ScenarioError(path, f"line 1: column(s) given twice: {', '.join(repeated)}")
+    index = {c: header.index(c) for c in COLUMNS}
+    for cells in reader:
+        line = reader.line_num
+        if not cells or all(not c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
             raise ScenarioError(
-                path, f"line 1: missing column(s) {', '.join(missing)} (a Philly trace has "
-                f"{', '.join(COLUMNS)})"
+                path, f"row {line}: expected {len(header)} fields, got {len(cells)}"
             )
-        index = {c: header.index(c) for c in COLUMNS}
-        for cells in reader:
-            line = reader.line_num
-            if not cells or all(not c.strip() for c in cells):
-                continue
-            if len(cells) != len(header):
-                raise ScenarioError(
-                    path, f"row {line}: expected {len(header)} fields, got {len(cells)}"
-                )
-            rows.append(_parse_row(path, line, {c: cells[i].strip() for c, i in index.items()}))
+        if len(rows) >= MAX_JOBS:
+            raise ScenarioError(path, f"row {line}: more than {MAX_JOBS:,} jobs (the limit)")
+        rows.append(_parse_row(path, line, {c: cells[i].strip() for c, i in index.items()}))
     if not rows:
         raise ScenarioError(path, "no jobs: the trace has a header but no rows")
     return rows
@@ -142,11 +155,11 @@ def _parse_row(path: Path, line: int, cell: dict[str, str]) -> TraceRow:
     if timestamp is None or timestamp.tzinfo is not None:
         raise bad("timestamp", "a time as YYYY-MM-DD HH:MM:SS")
     duration = _number(cell["duration"])
-    if duration is None or duration <= 0:
-        raise bad("duration", "a positive number of seconds")
+    if duration is None or duration <= 0 or duration > MAX_SECONDS:
+        raise bad("duration", f"a positive number of seconds, at most {MAX_SECONDS:g}")
     gpus_f = _number(cell["num_gpus"])
-    if gpus_f is None or gpus_f < 1 or gpus_f != int(gpus_f):
-        raise bad("num_gpus", "a whole number of GPUs >= 1")
+    if gpus_f is None or gpus_f < 1 or gpus_f > MAX_GPUS or gpus_f != int(gpus_f):
+        raise bad("num_gpus", f"a whole number of GPUs from 1 to {MAX_GPUS:,}")
     gpus = int(gpus_f)
     gpu_time = _number(cell["gpu_time"])
     if gpu_time is None:
@@ -200,6 +213,13 @@ def import_philly(scenario: Scenario, spec: PhillySpec, base_dir: Path) -> list[
     horizon = spec.days * DAY if spec.days is not None else math.inf
     kept = [(r, (r.timestamp - origin).total_seconds()) for r in rows]
     kept = [(r, t) for r, t in kept if t < horizon]
+    for r, t in kept:
+        if t > MAX_SECONDS:
+            raise ScenarioError(
+                path, f"row {r.line}, column timestamp: {t / DAY:,.0f} days after the first "
+                f"day of the trace, above the limit of {MAX_DAYS:g} days (trim the trace or "
+                "set days)"
+            )
     projects = _project_rule(scenario, spec, [r for r, _ in kept])
     users = _user_rule([r for r, _ in kept])
     gpu_types = (spec.gpu_type,)

@@ -16,11 +16,15 @@ The shape (documented in ``docs/sweeps.md``)::
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from models.base import Count
+from models.limits import MAX_DAYS, MAX_SEED
 from scenarios.errors import ScenarioError, from_validation_error
 from scenarios.load import bundled_scenarios, parse_yaml_mapping, read_text
 from scenarios.sweep import SchedulerUnreachable, SweepBase, SweepError, SweepReport, run_sweep
@@ -29,13 +33,13 @@ from scenarios.sweep import SchedulerUnreachable, SweepBase, SweepError, SweepRe
 class SweepSpec(BaseModel):
     """The validated content of a sweep file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     base: str = Field(min_length=1)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     policies: list[str] = Field(default_factory=lambda: ["fairshare"], min_length=1)
-    seeds: list[int] | None = Field(default=None, min_length=1)
-    days: float | None = Field(default=None, gt=0)
+    seeds: list[Count] | None = Field(default=None, min_length=1)
+    days: float | None = Field(default=None, gt=0, le=MAX_DAYS)
     options: dict[str, Any] = Field(default_factory=dict)
     out: str | None = None
 
@@ -46,6 +50,81 @@ class SweepSpec(BaseModel):
             if not values:
                 raise ValueError(f"{key}: give at least one value")
         return grid
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_in_range(cls, seeds: list[int] | None) -> list[int] | None:
+        for i, seed in enumerate(seeds or ()):
+            if not 0 <= seed <= MAX_SEED:
+                raise ValueError(f"seeds[{i}]: a seed is a whole number from 0 to 2**63-1, got {seed}")
+        return seeds
+
+    @model_validator(mode="after")
+    def _option_values(self) -> SweepSpec:
+        for name, value in self.options.items():
+            check_option(f"options.{name}", name, value)
+        for key, values in self.grid.items():
+            if key.startswith("options."):
+                for i, value in enumerate(values):
+                    check_option(f"grid.{key}[{i}]", key[len("options.") :], value)
+        return self
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: object) -> str | None:
+    return None if _is_number(value) and value > 0 else "a positive number"  # type: ignore[operator]
+
+
+def _non_negative(value: object) -> str | None:
+    return None if _is_number(value) and value >= 0 else "a number of 0 or more"  # type: ignore[operator]
+
+
+def _fraction(value: object) -> str | None:
+    ok = _is_number(value) and 0 <= value <= 1  # type: ignore[operator]
+    return None if ok else "a number from 0 to 1"
+
+
+def _open_fraction(value: object) -> str | None:
+    ok = _is_number(value) and 0 < value <= 1  # type: ignore[operator]
+    return None if ok else "a number above 0, at most 1"
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _seed(value: object) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED
+    return None if ok else "a whole number from 0 to 2**63-1"
+
+
+def _backend(value: object) -> str | None:
+    return None if value in ("cpsat", "pulp") else "cpsat or pulp"
+
+
+#: What each simulator option takes; an option not listed is passed on unchecked.
+OPTION_CHECKS: dict[str, Callable[[object], str | None]] = {
+    "seed": _seed,
+    "protected_fraction": _fraction,
+    "backend": _backend,
+    "time_limit": _positive,
+    "rel_gap": _non_negative,
+    "replan_slices": _flag,
+    "fast_lane": _flag,
+    "holds": _flag,
+    "hold_fraction": _open_fraction,
+}
+
+
+def check_option(where: str, name: str, value: object) -> None:
+    """Refuse a simulator option value of the wrong kind, naming ``where`` it is."""
+    check = OPTION_CHECKS.get(name)
+    problem = check(value) if check is not None else None
+    if problem is not None:
+        raise ValueError(f"{where}: expected {problem}, got {value!r}")
 
 
 class SweepFile:

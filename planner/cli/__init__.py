@@ -12,8 +12,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from planner.cli.errors import UsageError
-from scenarios.errors import ScenarioError
+from models.errors import GpuplanError
+from planner.cli.options import join_negative_values
 
 COMMAND_MODULES = (
     "validate",
@@ -54,12 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args_list
     args_list = [a for a in args_list if a != "--debug"]
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args = parser.parse_args(join_negative_values(parser, args_list))
     args.debug = debug
     try:
         code: int = args.func(args)
         return code
-    except (ScenarioError, UsageError) as exc:
+    except GpuplanError as exc:  # the project's own errors: bad input, unusable files
         if args.debug:
             traceback.print_exc()
         print(f"gpuplan: error: {exc}", file=sys.stderr)

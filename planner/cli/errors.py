@@ -1,5 +1,7 @@
 """Errors the CLI turns into exit code 2 with one message."""
 
+from models.errors import GpuplanError
 
-class UsageError(Exception):
+
+class UsageError(GpuplanError):
     """Bad arguments or input that is not a scenario file (the message names what)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
 from planner.cli.plan import add_time_option, load_snapshot
 from planner.mip import explain_job, plan_epoch
 from planner.mip.backends import BACKENDS
@@ -29,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpuplan explain``; returns the exit code."""
+    require_positive("--time-limit", args.time_limit)
     scenario, snap = load_snapshot(args.scenario, args.at)
     known = {j.id: j for j in scenario.jobs}
     if args.job not in known:

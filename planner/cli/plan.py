@@ -7,6 +7,7 @@ from pathlib import Path
 
 from models import Plan, Scenario, Snapshot, parse_duration
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
 from planner.cli.table import format_table
 from planner.mip import plan_epoch
 from planner.mip.backends import BACKENDS
@@ -60,8 +61,7 @@ def load_snapshot(path: str, at: str) -> tuple[Scenario, Snapshot]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpuplan plan``; returns the exit code."""
-    if args.time_limit <= 0:
-        raise UsageError(f"--time-limit: must be positive, got {args.time_limit:g}")
+    require_positive("--time-limit", args.time_limit)
     _, snap = load_snapshot(args.scenario, args.at)
     plan = plan_epoch(snap, backend=args.backend, time_limit=args.time_limit)
     print(render_plan(plan))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
 import time
-from pathlib import Path
 
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
+from planner.cli.run_checks import prepare_run
 from planner.cli.table import format_table
 from scenarios import load_scenario
 
@@ -60,9 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from planner.control import ControlLoop
     from planner.executors import ExecutorError, default_registry
-    from planner.ledger import Ledger
     from planner.mip.backends import get_backend
-    from planner.runstate import RunState
     from planner.status_file import StatusBoard, status_path
 
     registry = default_registry()
@@ -76,12 +74,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("run: a SCENARIO is required (or --list-executors)")
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {args.epochs}")
-    if args.slice_seconds is not None and not (0 < args.slice_seconds < math.inf):
-        raise UsageError(f"--slice-seconds must be positive and finite, got {args.slice_seconds:g}")
-    if not 0 < args.time_limit < math.inf:
-        raise UsageError(f"--time-limit must be positive and finite, got {args.time_limit:g}")
-    if not 0 < args.poll < math.inf:
-        raise UsageError(f"--poll must be positive and finite, got {args.poll:g}")
+    if args.slice_seconds is not None:
+        require_positive("--slice-seconds", args.slice_seconds)
+    require_positive("--time-limit", args.time_limit)
+    require_positive("--poll", args.poll)
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port must be 0 to 65535, got {args.metrics_port}")
     options: dict[str, str] = {}
@@ -105,15 +101,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.ledger is None:
         progress("note: no --ledger given; usage is kept in memory only")
-        ledger = Ledger()
-        state_file = None
-    else:
-        ledger = Ledger(args.ledger)
-        state_file = Path(f"{args.ledger}.run.json")
     try:
-        run_state = RunState.load(state_file, time.time())
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        # Every check that can be made before acting; creates nothing when one fails.
+        setup = prepare_run(args.executor, args.ledger, time.time(), observe=executor.observe)
+    except BaseException:
+        close = getattr(executor, "close", None)
+        if callable(close):
+            close()
+        raise
+    ledger, run_state = setup.ledger, setup.run_state
 
     policy_options: dict[str, object] = {}
     if args.policy == "mip":
@@ -170,5 +166,5 @@ def run(args: argparse.Namespace) -> int:
             ["project", "allocated GPU-h", "unallocated GPU-h", "owed GPU-h"],
             [[p, *v] for p, v in sorted(totals.items())],
         ))
-    ledger.close()
+    setup.close()
     return 0

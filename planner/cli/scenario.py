@@ -92,11 +92,17 @@ def workload_table(s: Scenario) -> str:
     day = 86400.0
     last = max(j.submit for j in jobs)
     days = int(last // day) + 1
-    rows: list[list[object]] = []
-    for d in range(days):
-        arriving = [j for j in jobs if d * day <= j.submit < (d + 1) * day]
-        work = sum(j.gpus * (j.duration or 0.0) * rate[j.id] for j in arriving)
-        rows.append([d, len(arriving), work / 3600, work / (capacity * day) if capacity else 0.0])
+    # One pass over the jobs, not one per day: a workload may span years.
+    count = [0] * days
+    work = [0.0] * days
+    for j in jobs:
+        d = int(j.submit // day)
+        count[d] += 1
+        work[d] += j.gpus * (j.duration or 0.0) * rate[j.id]
+    rows: list[list[object]] = [
+        [d, count[d], work[d] / 3600, work[d] / (capacity * day) if capacity else 0.0]
+        for d in range(days)
+    ]
     lines.append("")
     lines.append(format_table(["day", "jobs submitted", "H100-eq hours", "offered load"], rows))
     return "\n".join(lines)

@@ -11,7 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from models import Scenario, format_duration
+from models.limits import MAX_DAYS, MAX_SIMULATED_SLICES
 from planner.cli.errors import UsageError
+from planner.cli.options import require_positive
 from planner.cli.table import format_table
 from scenarios import load_scenario
 
@@ -75,6 +78,23 @@ def parse_policies(values: list[str] | None) -> list[str]:
     return out
 
 
+def check_slices(file: str, scenario: Scenario, days: float | None) -> None:
+    """Refuse a simulation of more than :data:`MAX_SIMULATED_SLICES` slices before it
+    starts: ten years of one-second epochs is a valid scenario, and would run for days."""
+    from planner.simulator import default_horizon
+
+    horizon = days * 86400.0 if days is not None else default_horizon(scenario)
+    slices = horizon / scenario.policy.slice_length
+    if slices > MAX_SIMULATED_SLICES:
+        span = f"--days {days:g}" if days is not None else "the workload"
+        raise UsageError(
+            f"{file}: {span} spans {slices:,.0f} slices of "
+            f"{format_duration(scenario.policy.slice_length)} (policy.epoch / policy.slices); "
+            f"a simulation takes at most {MAX_SIMULATED_SLICES:,}: give a smaller --days or "
+            "longer slices"
+        )
+
+
 def _json_ready(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _json_ready(v) for k, v in value.items()}
@@ -88,10 +108,12 @@ def run(args: argparse.Namespace) -> int:
     from planner.simulator.report import summary_rows, write_report
 
     policies = parse_policies(args.policy)
-    if args.days is not None and not args.days > 0:
-        raise UsageError(f"--days: must be positive, got {args.days:g}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise UsageError(f"--time-limit: must be positive, got {args.time_limit:g}")
+    if args.days is not None:
+        require_positive("--days", args.days, maximum=MAX_DAYS)
+    if args.time_limit is not None:
+        require_positive("--time-limit", args.time_limit)
+    if args.seed < 0:
+        raise UsageError(f"--seed: must be 0 or more, got {args.seed}")
     if args.hold_fraction is not None and not 0 < args.hold_fraction <= 1:
         raise UsageError(f"--hold-fraction: must be in (0, 1], got {args.hold_fraction:g}")
     if args.backend not in ("cpsat", "pulp"):
@@ -102,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out: {out} exists and is not a directory")
         out.mkdir(parents=True, exist_ok=True)
     scenario = load_scenario(args.scenario)
+    check_slices(args.scenario, scenario, args.days)
     progress = not args.no_progress and sys.stderr.isatty()
     options: dict[str, dict[str, Any]] = {
         "legacy": {"seed": args.seed},

@@ -233,4 +233,13 @@ def create(scenario: Scenario, options: Mapping[str, str]) -> DryRunExecutor:
     unknown = set(options) - {"log"}
     if unknown:
         raise ValueError(f"dryrun executor: unknown option(s) {', '.join(sorted(unknown))} (known: log)")
-    return DryRunExecutor(scenario, options.get("log"))
+    log = options.get("log")
+    if log is not None:
+        # Open the log now, so an unwritable path fails before the run does anything.
+        if not log:
+            raise ValueError("dryrun executor: log= needs a file path")
+        try:
+            return DryRunExecutor(scenario, log)
+        except OSError as exc:
+            raise ValueError(f"dryrun executor: log={log}: cannot write: {exc.strerror}") from None
+    return DryRunExecutor(scenario, None)

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from planner.ledger import SCHEMA_VERSION, Ledger, LedgerError, Totals, Usage
+from planner.ledger import (
+    SCHEMA_VERSION,
+    Ledger,
+    LedgerError,
+    Totals,
+    Usage,
+    check_writable,
+    inspect_ledger_file,
+    lock_for_run,
+)
 
 HOUR = 3600.0
 REPO = Path(__file__).resolve().parents[2]
@@ -210,6 +219,142 @@ def test_sigkill_loses_no_acknowledged_record(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+# -- never touching what is not ours; one run at a time (issue 15) --------------------
+
+
+def _foreign_files(tmp_path: Path) -> dict[str, Path]:
+    """Files a careless --ledger may name: text, empty, another application's SQLite."""
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"x")
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    rollback = tmp_path / "app.db"
+    conn = sqlite3.connect(rollback)
+    conn.execute("CREATE TABLE settings (k TEXT, v TEXT)")
+    conn.execute("INSERT INTO settings VALUES ('theme', 'dark')")
+    conn.commit()
+    conn.close()
+    wal = tmp_path / "app-wal.db"
+    conn = sqlite3.connect(wal)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE events (x)")
+    conn.commit()
+    conn.close()
+    prefix = tmp_path / "prefix.db"  # SQLite's magic, then junk
+    prefix.write_bytes(b"SQLite format 3\x00" + b"\x01" * 200)
+    return {"text": text, "empty": empty, "rollback": rollback, "wal": wal, "prefix": prefix}
+
+
+@pytest.mark.parametrize("kind", ["text", "empty", "rollback", "wal", "prefix"])
+def test_a_foreign_file_is_refused_and_left_byte_for_byte_unchanged(tmp_path: Path, kind: str) -> None:
+    """Not ours: LedgerError, the same bytes, and no -wal/-shm files left beside it."""
+    path = _foreign_files(tmp_path)[kind]
+    before = path.read_bytes()
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(LedgerError, match=f"{path.name}: not a "):
+        Ledger(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+
+
+def test_an_other_schema_version_is_left_unchanged(tmp_path: Path) -> None:
+    """A gpuplan ledger of another version is refused without switching its journal."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER)")
+    conn.execute("CREATE TABLE usage (x)")
+    conn.execute("INSERT INTO schema_version VALUES (99)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="schema version 99"):
+        Ledger(path)
+    assert path.read_bytes() == before
+
+
+def test_a_directory_is_not_a_ledger(tmp_path: Path) -> None:
+    """A folder given as the ledger is named as one."""
+    with pytest.raises(LedgerError, match="is a directory"):
+        Ledger(tmp_path)
+
+
+def test_a_read_only_ledger_is_refused_before_a_run(tmp_path: Path) -> None:
+    """check_writable names a ledger the run could not record into."""
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    path.chmod(0o444)
+    try:
+        if os.access(path, os.W_OK):
+            pytest.skip("running as a user who may write read-only files (root)")
+        with pytest.raises(LedgerError, match="ledger.db: the ledger is read-only"):
+            check_writable(path)
+    finally:
+        path.chmod(0o644)
+
+
+def test_a_ledger_the_os_will_not_let_us_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same check where the OS refuses writing (as root, chmod alone does not)."""
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    real_access = os.access
+
+    def access(target: object, mode: int) -> bool:
+        return False if str(target) == str(path) and mode & os.W_OK else real_access(str(target), mode)
+
+    monkeypatch.setattr("planner.ledger.os.access", access)
+    with pytest.raises(LedgerError, match="ledger.db: the ledger is read-only"):
+        check_writable(path)
+
+
+def test_a_new_or_own_ledger_is_recognised(tmp_path: Path) -> None:
+    """inspect_ledger_file says new for a missing file and ours for a gpuplan ledger."""
+    path = tmp_path / "ledger.db"
+    assert inspect_ledger_file(path) == "new"
+    assert not path.exists()  # inspecting creates nothing
+    Ledger(path).close()
+    assert inspect_ledger_file(path) == "ours"
+
+
+def test_a_second_run_lock_is_refused(tmp_path: Path) -> None:
+    """While one run holds the lock, a second lock fails, naming the holder's pid."""
+    path = tmp_path / "ledger.db"
+    held = lock_for_run(path)
+    with pytest.raises(LedgerError, match=rf"another gpuplan run is using this ledger \(pid {os.getpid()}\)"):
+        lock_for_run(path)
+    held.release()
+    lock_for_run(path).release()  # released: free again
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    from planner.ledger import lock_for_run
+    lock = lock_for_run(sys.argv[1])
+    print("locked", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_run_lock_held_by_another_process_is_refused(tmp_path: Path) -> None:
+    """The lock is between processes; it goes with the process that held it."""
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER.format(repo=str(REPO)))
+    path = tmp_path / "ledger.db"
+    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(LedgerError, match=f"pid {proc.pid}"):
+            lock_for_run(path)
+    finally:
+        proc.kill()
+        proc.wait()
+    lock_for_run(path).release()
 
 
 def test_open_read_only_reads_a_live_ledger_and_never_writes(tmp_path: Path) -> None:

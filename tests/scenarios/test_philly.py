@@ -259,3 +259,39 @@ def test_cli_exit_code_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli_main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "trace.csv: row 8, column num_gpus" in err and "Traceback" not in err
+
+
+# -- hostile and odd traces (issue 15) --------------------------------------------------
+
+
+def test_a_trace_spanning_millennia_is_refused(tmp_path: Path) -> None:
+    """Rows from year 1 to year 9999 would make `scenario show` loop over 3.6M days."""
+    rows = [("0001-01-01 00:00:00", 60, 1, "aaa111"), ("9999-12-31 00:00:00", 60, 1, "aaa111")]
+    msg = load_error(tmp_path, csv_text(rows))
+    assert "trace.csv: row 3, column timestamp:" in msg and "above the limit of 3650 days" in msg
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ((HEADER + "\n").encode() + "2017-10-02 00:00:00,60,1,60,caf\xe9\n".encode("latin-1"), "not UTF-8 text (line 2"),
+        (HEADER + '\n2017-10-02 00:00:00,60,1,60,"aaa111\n', "a quoted field is never closed"),
+        ("timestamp,duration,num_gpus,gpu_time,cluster,cluster\n", "line 1: column(s) given twice: cluster"),
+        (HEADER + "\n2017-10-02 00:00:00,1e400,1,60,aaa111\n", "row 2, column duration: expected a positive"),
+    ],
+)
+def test_odd_trace_files_fail_cleanly(tmp_path: Path, text: str | bytes, expected: str) -> None:
+    """Other encodings, unterminated quotes, repeated columns, infinite numbers: one error."""
+    trace = tmp_path / "trace.csv"
+    path = write_scenario(tmp_path, csv_text(ROWS))
+    trace.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{trace}: ") and expected in str(info.value)
+
+
+def test_a_trace_path_at_a_device_is_refused(tmp_path: Path) -> None:
+    """`philly.path: /dev/zero` is refused on its type."""
+    path = write_scenario(tmp_path, csv_text(ROWS), {"path": "/dev/zero"})
+    with pytest.raises(ScenarioError, match="/dev/zero: cannot read Philly trace file: not a regular file"):
+        load_scenario(path)

@@ -45,7 +45,10 @@ def test_list_executors(capsys: pytest.CaptureFixture[str]) -> None:
         (["-o", "colour=red"], "unknown option(s) colour"),
         (["--epochs", "0"], "--epochs must be at least 1"),
         (["--backend", "gurobi"], "--backend: unknown backend 'gurobi'"),
-        (["--slice-seconds", "-1"], "--slice-seconds must be positive"),
+        (["--slice-seconds", "-1"], "--slice-seconds: must be a positive number, got -1"),
+        (["--slice-seconds", "inf"], "--slice-seconds: must be a positive number, got inf"),
+        (["--time-limit", "nan"], "--time-limit: must be a positive number, got nan"),
+        (["-o", "log="], "log= needs a file path"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_message(args: list[str], message: str,

@@ -51,7 +51,9 @@ def test_simulate_without_out_prints_the_table_only(capsys: pytest.CaptureFixtur
     ("argv", "needle"),
     [
         (["simulate", "tiny", "--policy", "sjf"], "--policy: unknown policy 'sjf'"),
-        (["simulate", "tiny", "--days", "0"], "--days: must be positive"),
+        (["simulate", "tiny", "--days", "0"], "--days: must be a positive number"),
+        (["simulate", "tiny", "--days", "inf"], "--days: must be a positive number, got inf"),
+        (["simulate", "tiny", "--time-limit", "nan"], "--time-limit: must be a positive number"),
         (["simulate", "no-such-scenario"], "no-such-scenario"),
         (["simulate", "tiny", "--backend", "gurobi"], "--backend"),
     ],
@@ -105,3 +107,18 @@ def test_hold_fraction_out_of_range_exits_2(capsys: pytest.CaptureFixture[str]) 
     """A hold fraction outside (0, 1] is one error line and exit code 2."""
     assert main(["simulate", "tiny", "--policy", "mip", "--hold-fraction", "1.5"]) == 2
     assert "--hold-fraction" in capsys.readouterr().err
+
+
+def test_a_simulation_of_too_many_slices_is_refused_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One-second epochs over a year is a valid scenario; simulating it would take days."""
+    import yaml
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[3] / "scenarios" / "tiny.yaml").read_text())
+    data["policy"] = {"epoch": "1s", "slices": 4}
+    path = tmp_path / "fine.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["simulate", str(path), "--days", "365", "--policy", "fairshare"]) == 2
+    err = capsys.readouterr().err
+    assert "--days 365 spans 126,144,000 slices of 0.25s" in err and "at most 400,000" in err
