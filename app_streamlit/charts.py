@@ -244,9 +244,16 @@ def preemption_bars(summary: pd.DataFrame, variants: Sequence[str]) -> go.Figure
 
 
 def project_colours(projects: Sequence[str]) -> dict[str, str]:
-    """A distinct colour per project (74 before any repeats), in the given order."""
-    palette = [*qualitative.Dark24, *qualitative.Alphabet, *qualitative.Light24]
-    return {p: palette[i % len(palette)] for i, p in enumerate(projects)}
+    """A distinct colour per project, in the given order: the qualitative palettes
+    first, then evenly spaced hues, so no two projects ever share a colour."""
+    palette = list(dict.fromkeys(c.lower() for c in (*qualitative.Dark24, *qualitative.Alphabet, *qualitative.Light24)))
+    out: dict[str, str] = {}
+    for i, p in enumerate(projects):
+        if i < len(palette):
+            out[p] = palette[i]
+        else:
+            out[p] = f"hsl({(i * 137.5) % 360:.1f}, 65%, {35 + (i % 3) * 12}%)"
+    return out
 
 
 def plan_gantt(
@@ -322,4 +329,87 @@ def plan_gantt(
         legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1.0, "yanchor": "top",
                 "title": {"text": "Project"}}
     )
+    return fig
+
+
+def program_deltas(units: pd.DataFrame) -> go.Figure:
+    """The change in delivered GPU-hours per program, with its spread as error bars.
+
+    ``units`` is :func:`app_streamlit.whatif.compare_units`; a change within noise is
+    grey, a gain green, a loss red.
+    """
+    rows = units[units["level"] == 0].iloc[::-1]
+    colours = [
+        "#9e9e9e" if not sep else ("#1a7f37" if ch >= 0 else "#cf222e")
+        for ch, sep in zip(rows["delivered_gpu_h_change"], rows["delivered_gpu_h_separated"], strict=True)
+    ]
+    fig = go.Figure()
+    fig.add_bar(
+        y=list(rows["unit"]),
+        x=list(rows["delivered_gpu_h_change"]),
+        orientation="h",
+        marker_color=colours,
+        error_x={"type": "data", "array": list(rows["delivered_gpu_h_spread"]), "color": "#444"},
+        text=[
+            f"{c:+,.0f}" + ("  (within noise)" if not sep else "")
+            for c, sep in zip(rows["delivered_gpu_h_change"], rows["delivered_gpu_h_separated"], strict=True)
+        ],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{y}: %{x:+,.0f} GPU-h<extra></extra>",
+        showlegend=False,
+    )
+    fig.add_vline(x=0, line_color="black", line_width=1)
+    fig.update_xaxes(title_text="Change in delivered GPU-hours, edited − current (± spread)", tickformat=",")
+    fig.update_yaxes(title_text="Program", automargin=True)
+    return _layout(fig, "Change in delivered GPU-hours per program", height=_bar_height(len(rows), 1))
+
+
+def delivered_vs_owed_units(units: pd.DataFrame) -> go.Figure:
+    """Delivered within owed over owed per unit, current and edited budgets (%)."""
+    rows = units.iloc[::-1]
+    fig = go.Figure()
+    for i, (side, name) in enumerate((("now", "current budgets"), ("edited", "edited budgets"))):
+        owed = rows[f"owed_gpu_h_{side}"].where(rows[f"owed_gpu_h_{side}"] > 0)
+        ratio = 100.0 * rows[f"delivered_within_owed_gpu_h_{side}"] / owed
+        fig.add_bar(
+            y=list(rows["unit"]),
+            x=list(ratio),
+            name=name,
+            orientation="h",
+            marker_color=VARIANT_COLOURS[i],
+            hovertemplate="%{y}: %{x:.1f}% of owed<extra>" + name + "</extra>",
+        )
+    fig.add_vline(x=100, line_dash="dash", line_color="black")
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="Delivered within owed / owed GPU-hours (%)", ticksuffix="%")
+    fig.update_yaxes(title_text="Program", automargin=True)
+    fig = _layout(fig, "Share of owed GPU-hours delivered, per program", height=_bar_height(len(rows), 2))
+    # The legend under the plot: it never collides with the title, at any width.
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0, "xanchor": "left"},
+                      margin={"b": 90})
+    return fig
+
+
+def program_gantt(
+    bars: pd.DataFrame,
+    nodes: Sequence[str],
+    title: str,
+    boundaries: Sequence[float] = (),
+    projects: Sequence[str] = (),
+) -> go.Figure:
+    """:func:`plan_gantt` for one program's jobs: only the nodes they use, a colour per
+    project, the legend below the chart."""
+    fig = plan_gantt(bars, nodes, title, boundaries, (), projects)
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top",
+                "title": {"text": "Project"}},
+        margin={"l": 10, "r": 10, "t": 60, "b": 120},
+    )
+    fig.update_layout(height=max(360, 220 + ROW_PX * len(nodes)))
+    if not len(bars):
+        fig.add_annotation(
+            text="No job of this program is planned in this epoch", showarrow=False, x=0.5, y=0.5,
+            xref="paper", yref="paper", font={"size": 16},
+        )
     return fig

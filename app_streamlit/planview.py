@@ -12,14 +12,32 @@ HOUR = 3600.0
 
 # Plain words for each pending reason (the enum values are for programs, not people).
 REASON_WORDS: dict[PendingReason, str] = {
-    PendingReason.POOL_CAPACITY: "every pool it may use is full",
-    PendingReason.NO_GANG_HOLE: "enough GPUs are free, but not on enough whole nodes for its gang",
-    PendingReason.BUDGET_EXHAUSTED: "its project's budget is used up, so it may only run on idle GPUs",
-    PendingReason.FAIR_SHARE_RANK: "GPUs went to projects further below their fair share",
-    PendingReason.MAINTENANCE: "the only nodes it fits on are drained for maintenance",
-    PendingReason.CONTRACTS: "the GPUs are held by jobs still inside their minimum runtime",
-    PendingReason.PRIORITY: "higher-priority work of its own project went first",
+    PendingReason.POOL_CAPACITY: "the cluster is full: every GPU it may use is taken",
+    PendingReason.NO_GANG_HOLE: "enough GPUs are free in all, but not on enough whole nodes at once for its job",
+    PendingReason.BUDGET_EXHAUSTED: "its project has used its budget, so it waits for idle GPUs",
+    PendingReason.FAIR_SHARE_RANK: "other projects that got less than their share went first",
+    PendingReason.MAINTENANCE: "the only nodes it fits on are down for maintenance",
+    PendingReason.CONTRACTS: "the GPUs are busy with jobs that may not be stopped yet (minimum runtime)",
+    PendingReason.PRIORITY: "more urgent work of its own project went first",
 }
+SINGLE_NODE_GANG_WORDS = (
+    "the free GPUs are scattered: no single node has enough of them free for as long as it runs"
+)
+""":attr:`PendingReason.NO_GANG_HOLE` for a job that fits on one node: it needs no whole
+nodes, only one node with enough GPUs free for long enough."""
+
+
+def reason_words(reason: PendingReason, job_gpus: int | None, largest_node: int | None) -> str:
+    """The plain words for a waiting job's reason, given its size and the largest node
+    it may use (the gang reason reads differently for a job that fits on one node)."""
+    if (
+        reason == PendingReason.NO_GANG_HOLE
+        and job_gpus is not None
+        and largest_node is not None
+        and job_gpus <= largest_node
+    ):
+        return SINGLE_NODE_GANG_WORDS
+    return REASON_WORDS.get(reason, str(reason))
 
 
 def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> Plan:
@@ -128,7 +146,7 @@ def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
     rows = []
     for p in plan.pending:
         job = jobs.get(p.job)
-        words = REASON_WORDS.get(p.reason, str(p.reason))
+        words = reason_words(p.reason, job.gpus if job else None, largest_node(scenario, job))
         rows.append(
             {
                 "Job": p.job,
@@ -139,6 +157,36 @@ def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because", "Detail"])
+
+
+def largest_node(scenario: Scenario, job: Any) -> int | None:
+    """The most GPUs on one node the job may use (its GPU types and clusters)."""
+    if job is None:
+        return None
+    sizes = [
+        n.gpus
+        for n in scenario.nodes
+        if (not job.gpu_types or n.pool.gpu_type in job.gpu_types)
+        and (not job.clusters or n.pool.cluster in job.clusters)
+    ]
+    return max(sizes, default=None)
+
+
+def reasons_by_program(pending: pd.DataFrame) -> pd.DataFrame:
+    """Waiting jobs counted by program and reason (most first), with the GPUs they ask."""
+    columns = ["Program", "Waiting because", "Jobs", "GPUs asked"]
+    if not len(pending):
+        return pd.DataFrame(columns=columns)
+    frame = pending.assign(Program=[str(p).split("/", 1)[0] for p in pending["Project"]])
+    grouped = frame.groupby(["Program", "Waiting because"]).agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
+    grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).reset_index()
+    return grouped.sort_values(["Program", "Jobs"], ascending=[True, False])[columns].reset_index(drop=True)
+
+
+def nodes_used(scenario: Scenario, bars: pd.DataFrame) -> list[str]:
+    """The nodes ``bars`` run on, in the cluster's order (a program's Gantt rows)."""
+    used = set(bars["node"]) if len(bars) else set()
+    return [n.name for n in scenario.nodes if n.name in used]
 
 
 def reasons_frame(pending: pd.DataFrame) -> pd.DataFrame:
@@ -174,11 +222,27 @@ def projects_frame(plan: Plan) -> pd.DataFrame:
 
 
 def solver_line(plan: Plan) -> str:
-    """One sentence on how the plan was solved."""
+    """One sentence on how the plan was found, for a non-expert.
+
+    The gap says how far from the best possible plan this one may be, at most (the
+    solver's proven bound); "trivial" means there was nothing to decide.
+    """
     s = plan.solver
-    line = f"Solved with {s.backend} in {s.seconds:.1f} s: {s.status.value}"
-    if s.gap is not None:
-        line += f", gap {s.gap:.1%} to the proven bound"
+    status = s.status.value
     if s.fallback:
-        line += ". The solver gave no usable answer in time, so this is the greedy fallback plan"
-    return line + "."
+        return (
+            f"Planned in {s.seconds:.1f} s with the simple rule-based fallback: the optimizer "
+            f"({s.backend}) found no usable plan in time."
+        )
+    if status == "trivial":
+        return (
+            f"Nothing to decide at this moment (every waiting job fits, or none waits): planned "
+            f"in {s.seconds:.1f} s. Try a busier hour."
+        )
+    if status == "optimal" or (s.gap is not None and s.gap < 1e-6):
+        quality = "the best plan possible by the planner's rules"
+    elif s.gap is not None:
+        quality = f"a plan at most {s.gap:.1%} short of the best possible (the optimizer stopped at its time limit)"
+    else:
+        quality = "a good plan; the optimizer stopped at its time limit without a bound"
+    return f"Planned in {s.seconds:.1f} s by the optimizer ({s.backend}): {quality}."
