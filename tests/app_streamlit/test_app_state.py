@@ -97,7 +97,66 @@ def test_uploaded_file_that_is_not_a_scenario_raises_the_validation_error() -> N
         state.load_uploaded("bin.yaml", b"\xff\xfe\x00")
 
 
-def test_default_period_is_at_most_one_day(tiny: state.LoadedScenario) -> None:
-    """The proposed simulated period covers a short workload and caps long ones at 1 day."""
+def test_default_period_reaches_the_busiest_hour() -> None:
+    """The proposed period covers the hour where demand most exceeds the cluster: the
+    first day of ai2-like (contended from the start), five days of philly-week."""
+    for name, days in (("ai2-like", 1.0), ("philly-week", 5.0)):
+        s = state.load_bundled(name).scenario
+        assert state.default_days(s) == days
+        busy, hours = state.contended_hours(state.demand_profile(s), 0.0, days)
+        assert busy > hours / 10
+
+
+def test_default_period_never_passes_the_workload(tiny: state.LoadedScenario) -> None:
+    """A workload shorter than a day is simulated whole, no longer."""
     assert state.default_days(tiny.scenario) == pytest.approx(round(state.workload_days(tiny.scenario), 2))
-    assert state.default_days(state.load_bundled("ai2-like").scenario) == 1.0
+
+
+@pytest.mark.parametrize(("text", "value"), [("22", 22.0), ("22.5", 22.5), ("10%", 10.0), (" 7 % ", 7.0)])
+def test_parse_percent_reads_what_a_director_types(text: str, value: float) -> None:
+    """A percentage may carry a % sign and spaces; "10%" is ten percent."""
+    assert state.parse_percent(text, siblings=3) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("abc", "is not a percentage"), ("0", "above 0"), ("-3", "above 0"), ("100", "below 100"), ("", "not a percentage")],
+)
+def test_parse_percent_refuses_with_a_sentence(text: str, message: str) -> None:
+    """Text, zero or less, and 100 % with siblings are refused with a reason."""
+    with pytest.raises(ValueError, match=message):
+        state.parse_percent(text, siblings=3)
+
+
+def test_a_typed_percentage_is_what_the_unit_gets_and_siblings_rescale() -> None:
+    """vision typed at 25 % of the cluster gets exactly 25 %; the other programs keep their
+    proportions among themselves and the group sums to 100 %."""
+    s = state.load_bundled("ai2-like").scenario
+    before = state.parent_percents(s)
+    shares, problems = state.shares_from_percents(s, {state.ROOT: {"vision": 25.0}})
+    after = state.parent_percents(s, shares)
+    assert not problems
+    assert after["vision"] == pytest.approx(25.0)
+    programs = [u.name for u in s.org]
+    assert sum(after[p] for p in programs) == pytest.approx(100.0)
+    others = [p for p in programs if p != "vision"]
+    ratio = {p: after[p] / before[p] for p in others}
+    assert max(ratio.values()) == pytest.approx(min(ratio.values()))
+    # A team's percentage of its program is untouched by the programs' split.
+    assert after["vision/multimodal"] == pytest.approx(before["vision/multimodal"])
+
+
+def test_percentages_that_leave_nothing_for_the_others_are_a_group_problem() -> None:
+    """Typed percentages of 100 % or more, with siblings left blank, are refused for the group."""
+    s = state.load_bundled("ai2-like").scenario
+    shares, problems = state.shares_from_percents(s, {state.ROOT: {"vision": 60.0, "language": 40.0}})
+    assert shares == {}
+    assert "leaves nothing" in problems[state.ROOT]
+
+
+def test_every_percentage_typed_is_scaled_to_make_a_hundred(tiny: state.LoadedScenario) -> None:
+    """When every sibling is typed and they do not sum to 100 %, each is scaled and a note says so."""
+    edit = state.edit_group(tiny.scenario, ["research", "infra"], {"research": 60.0, "infra": 60.0})
+    assert edit.note is not None and "scaled" in edit.note
+    total = sum(edit.shares.values())
+    assert edit.shares["research"] / total == pytest.approx(0.5)

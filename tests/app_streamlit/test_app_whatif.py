@@ -92,3 +92,87 @@ def test_tables_put_result_sets_side_by_side(pair: tuple[whatif.RunResult, whati
 def test_format_wait_picks_a_human_unit(seconds: float, text: str) -> None:
     """Waits print in seconds, minutes or hours as a person would say them."""
     assert whatif.format_wait(seconds) == text
+
+
+@pytest.fixture(scope="module")
+def replicated() -> dict[whatif.Point, whatif.RunResult]:
+    """Both sides of tiny, three replicates each, through the sweep (in this process)."""
+    tiny = state.load_bundled("tiny")
+    points = whatif.points_for("fairshare", 3)
+    return whatif.run_points(tiny.scenario, points, {"research/vision": 4.0}, 0.38, fingerprint=tiny.key)
+
+
+def _sides(runs: dict[whatif.Point, whatif.RunResult]) -> tuple[list[whatif.RunResult], list[whatif.RunResult]]:
+    ordered = sorted(runs.items(), key=lambda kv: kv[0].replicate)
+    return [r for p, r in ordered if p.budgets == "current"], [r for p, r in ordered if p.budgets == "edited"]
+
+
+def test_replicates_run_each_side_once_per_seed(replicated: dict[whatif.Point, whatif.RunResult]) -> None:
+    """Six runs come back: current and edited budgets, replicates 0, 1 and 2, each its own."""
+    assert sorted((p.budgets, p.replicate) for p in replicated) == [
+        (side, r) for side in ("current", "edited") for r in range(3)
+    ]
+    assert {r.replicate for r in replicated.values()} == {0, 1, 2}
+
+
+def test_perturbed_arrivals_move_jobs_by_at_most_the_jitter() -> None:
+    """A replicate moves each arrival by up to JITTER_S, never before the start; seed 0 is the workload."""
+    s = state.load_bundled("tiny").scenario
+    assert whatif.perturb_arrivals(s, 0) is s
+    moved = whatif.perturb_arrivals(s, 2)
+    shifts = [b.submit - a.submit for a, b in zip(s.jobs, moved.jobs, strict=True)]
+    assert any(abs(d) > 0 for d in shifts)
+    assert all(abs(d) <= whatif.JITTER_S for d in shifts)
+    assert all(j.submit >= 0 for j in moved.jobs)
+    assert [j.submit for j in whatif.perturb_arrivals(s, 2).jobs] == [j.submit for j in moved.jobs]
+
+
+def test_program_totals_are_the_sum_of_their_projects(replicated: dict[whatif.Point, whatif.RunResult]) -> None:
+    """A program's owed, delivered and capped hours are the sums over its projects."""
+    s = state.load_bundled("tiny").scenario
+    current, edited = _sides(replicated)
+    units = whatif.compare_units(s, state.with_edited_shares(s, {"research/vision": 4.0}), current, edited)
+    rows = units.set_index("unit")
+    for column in ("owed_gpu_h_now", "delivered_gpu_h_edited", "delivered_within_owed_gpu_h_now"):
+        assert rows.loc["research", column] == pytest.approx(
+            rows.loc["research/nlp", column] + rows.loc["research/vision", column]
+        )
+    assert (units["delivered_within_owed_gpu_h_now"] <= units["owed_gpu_h_now"] + 1e-6).all()
+
+
+def test_replicates_produce_a_spread(replicated: dict[whatif.Point, whatif.RunResult]) -> None:
+    """Perturbed arrivals change the outcome: the paired changes of some figure spread."""
+    s = state.load_bundled("tiny").scenario
+    current, edited = _sides(replicated)
+    units = whatif.compare_units(s, state.with_edited_shares(s, {"research/vision": 4.0}), current, edited)
+    spreads = units[[c for c in units.columns if c.endswith("_spread")]]
+    assert (spreads > 1e-6).to_numpy().any()
+    assert len({round(r.summary["delivered_over_owed"], 9) for r in current}) > 1
+
+
+@pytest.mark.parametrize(
+    ("current", "edited", "apart"),
+    [([1, 2, 3], [4, 5, 6], True), ([1, 2, 5], [4, 5, 6], False), ([3, 3, 3], [1, 2, 2.9], True), ([1], [1], False)],
+)
+def test_separated_only_when_the_replicates_do_not_overlap(current: list[float], edited: list[float], apart: bool) -> None:
+    """A change is outside the noise only when every edited replicate lies on one side of every current one."""
+    assert whatif.separated(current, edited) is apart
+
+
+def test_change_words_mark_noise() -> None:
+    """A change within noise says so; one outside carries its spread and percentage."""
+    assert whatif.change_words(707.0, 120.0, 14000.0, True) == "+707 GPU-h ± 120 (+5.0%)"
+    assert whatif.change_words(-12.0, 40.0, 0.0, False) == "-12 GPU-h ± 40, within noise"
+
+
+def test_csv_carries_its_metadata_and_waits_in_hours() -> None:
+    """A download starts with # key: value lines that read_csv skips, and waits come in hours too."""
+    import io
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"unit": ["a"], "wait_p90_s_all": [7200.0]})
+    text = whatif.csv_with_metadata(whatif.with_readable_waits(frame), {"scenario": "tiny", "replicates": 3})
+    assert text.splitlines()[:2] == ["# scenario: tiny", "# replicates: 3"]
+    back = pd.read_csv(io.StringIO(text), comment="#")
+    assert back.loc[0, "wait_p90_h_all"] == 2.0
