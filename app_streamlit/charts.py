@@ -343,20 +343,22 @@ def program_deltas(units: pd.DataFrame) -> go.Figure:
         "#9e9e9e" if not sep else ("#1a7f37" if ch >= 0 else "#cf222e")
         for ch, sep in zip(rows["delivered_gpu_h_change"], rows["delivered_gpu_h_separated"], strict=True)
     ]
+    # The figures go into the row labels: text on the bars would collide with the error bars.
+    labels = [
+        f"{unit}  {c:+,.0f} ± {sp:,.0f}" + (" (within noise)" if not sep else "")
+        for unit, c, sp, sep in zip(
+            rows["unit"], rows["delivered_gpu_h_change"], rows["delivered_gpu_h_spread"],
+            rows["delivered_gpu_h_separated"], strict=True,
+        )
+    ]
     fig = go.Figure()
     fig.add_bar(
-        y=list(rows["unit"]),
+        y=labels,
         x=list(rows["delivered_gpu_h_change"]),
         orientation="h",
         marker_color=colours,
         error_x={"type": "data", "array": list(rows["delivered_gpu_h_spread"]), "color": "#444"},
-        text=[
-            f"{c:+,.0f}" + ("  (within noise)" if not sep else "")
-            for c, sep in zip(rows["delivered_gpu_h_change"], rows["delivered_gpu_h_separated"], strict=True)
-        ],
-        textposition="outside",
-        cliponaxis=False,
-        hovertemplate="%{y}: %{x:+,.0f} GPU-h<extra></extra>",
+        hovertemplate="%{y}<extra></extra>",
         showlegend=False,
     )
     fig.add_vline(x=0, line_color="black", line_width=1)
@@ -380,9 +382,9 @@ def delivered_vs_owed_units(units: pd.DataFrame) -> go.Figure:
             marker_color=VARIANT_COLOURS[i],
             hovertemplate="%{y}: %{x:.1f}% of owed<extra>" + name + "</extra>",
         )
-    fig.add_vline(x=100, line_dash="dash", line_color="black")
+    fig.add_vline(x=100, line_dash="dash", line_color="black", annotation_text="100% = all owed")
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Delivered within owed / owed GPU-hours (%)", ticksuffix="%")
+    fig.update_xaxes(title_text="Delivered within owed / owed GPU-hours (%)", ticksuffix="%", range=[0, 112])
     fig.update_yaxes(title_text="Program", automargin=True)
     fig = _layout(fig, "Share of owed GPU-hours delivered, per program", height=_bar_height(len(rows), 2))
     # The legend under the plot: it never collides with the title, at any width.

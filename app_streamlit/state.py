@@ -105,7 +105,7 @@ def default_days(scenario: Scenario) -> float:
     """
     peak = busiest_hour(demand_profile(scenario))
     days = max(1.0, math.ceil((peak + 1) / 24))
-    return round(min(workload_days(scenario), days, 7.0), 2)
+    return float(round(min(workload_days(scenario), days, 7.0), 2))
 
 
 # -- cluster ------------------------------------------------------------------------------

@@ -291,10 +291,27 @@ def share_editor(loaded: LoadedScenario) -> dict[str, float]:
 
 # -- page 1: the what-if, program first --------------------------------------------------------
 
+LAYOUT_CSS = """
+<style>
+/* Below about 1000 px the comparison column comes first and everything stacks. */
+@media (max-width: 1000px) {
+  .st-key-whatif_top [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .st-key-results) {
+    flex-direction: column-reverse;
+  }
+  .st-key-whatif_top [data-testid="stColumn"]:has(.st-key-results),
+  .st-key-whatif_top [data-testid="stColumn"]:has(.st-key-editor) {
+    width: 100% !important; flex: 1 1 100% !important; min-width: 100% !important;
+  }
+}
+[data-testid="stMetricValue"] { font-size: 1.8rem; }
+</style>
+"""
+
 
 def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
-    """Edit shares, run current against edited budgets, and show programs first."""
+    """Edit shares beside the programs' answer, then drill down; returns the share edits."""
     s = loaded.scenario
+    st.html(LAYOUT_CSS)
     st.header(f"Scenario {s.name}: what if the budgets change?")
     st.markdown(
         f"**{sum(n.gpus for n in s.nodes):,} GPUs** ({s.capacity_h100():,.0f} H100-eq) · "
@@ -306,10 +323,25 @@ def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             f"This scenario revises budgets {len(s.budget_revisions)} time(s) later on; "
             "your edits change the starting shares, and those revisions still apply."
         )
-    edits = share_editor(loaded)
-    edited = state.with_edited_shares(s, edits)
-    st.subheader("2. Programs before and after the edit")
-    alloc = state.allocation_table(s, edited, days)
+    with st.container(key="whatif_top"):
+        left, right = st.columns([5, 6], gap="large")
+    below = st.container()
+    with left, st.container(key="editor"):
+        edits = share_editor(loaded)
+        request = _controls(loaded, days, edits)
+    with right, st.container(key="results"):
+        if request is None:
+            _programs_before_after(s, edits, days)
+            return edits
+        if _run_or_show(loaded, request, below) is None:
+            _programs_before_after(s, edits, days)
+    return edits
+
+
+def _programs_before_after(s: Scenario, edits: dict[str, float], days: float) -> None:
+    """Before any result: each program's share of the cluster now and edited."""
+    st.subheader("Programs: share of the cluster")
+    alloc = state.allocation_table(s, state.with_edited_shares(s, edits), days)
     programs = alloc[alloc["level"] == 0]
     st.dataframe(
         pd.DataFrame(
@@ -332,24 +364,22 @@ def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             )
         },
     )
-    if not _available("planner.simulator"):
-        st.warning("What-if runs need the simulator (planner.simulator), which is not installed.")
-        return edits
-    _run_section(loaded, days, edits)
-    return edits
+    st.caption("Run the what-if to see each program's owed and delivered GPU-hours and waits.")
 
 
-def _run_section(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> None:
+def _controls(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> Any:
+    """Scheduler, replicates and the Run button; the request (``None``: no simulator)."""
     from app_streamlit import whatif
 
-    s = loaded.scenario
-    st.subheader("3. Simulate current against edited budgets")
+    st.subheader("2. Simulate current against edited budgets")
+    if not _available("planner.simulator"):
+        st.warning("What-if runs need the simulator (planner.simulator), which is not installed.")
+        return None
     policies = whatif.available_policies()
     if not policies:
         st.warning("No scheduler policy of the simulator is installed.")
-        return
-    left, right = st.columns(2)
-    policy = left.selectbox(
+        return None
+    policy = st.selectbox(
         "Scheduler",
         policies,
         format_func=lambda p: whatif.POLICY_WORDS[p],
@@ -357,7 +387,7 @@ def _run_section(loaded: LoadedScenario, days: float, edits: dict[str, float]) -
         help="The scheduler both budget sets are simulated under. Under mip, a fairshare "
         "preview comes first and the mip answer replaces it when ready.",
     )
-    replicates = right.number_input(
+    replicates = st.number_input(
         "Replicates per side",
         min_value=1,
         max_value=8,
@@ -375,26 +405,32 @@ def _run_section(loaded: LoadedScenario, days: float, edits: dict[str, float]) -
     )
     if st.button("Run what-if", type="primary", key="run_whatif"):
         st.session_state["whatif_todo"] = request
-    todo: whatif.Request | None = st.session_state.get("whatif_todo")
+    return request
+
+
+def _run_or_show(loaded: LoadedScenario, request: Any, below: Any) -> Any:
+    """Run what is still to run (preview first), or show the stored results."""
+    s = loaded.scenario
+    todo = st.session_state.get("whatif_todo")
     stored = st.session_state.get("whatif")
     if todo is not None and todo.key == loaded.key:
         stage = _next_stage(todo, stored)
         if stage is not None:
             if stored is not None and stored[0] == todo:
-                _show_results(s, stored, final=False)
+                _show_results(s, stored, below, final=False)
             if _run_stage(loaded, todo, stage):
                 st.rerun()
-            return
+            return stored
         st.session_state.pop("whatif_todo", None)
     if stored is None or stored[0].key != loaded.key:
-        st.info("Press **Run what-if** to simulate.")
-        return
+        return None
     if stored[0] != request:
         st.warning(
             "These results are for earlier settings (budgets, scheduler, period or "
             "replicates). Press **Run what-if** to update them."
         )
-    _show_results(s, stored, final=True)
+    _show_results(s, stored, below, final=True)
+    return stored
 
 
 def _next_stage(request: Any, stored: Any) -> str | None:
@@ -487,61 +523,64 @@ def _sides(runs: Mapping[Any, Any]) -> tuple[list[Any], list[Any]]:
     return current, edited
 
 
-def _show_results(s: Scenario, stored: Any, *, final: bool) -> None:
-    """Programs first: a tile per program, then the tree table, then the downloads."""
+def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
+    """Programs first: a tile per program here, then the tree table and the downloads
+    (in ``below``, the full width under the editor)."""
     from app_streamlit import whatif
 
     request, policy, runs = stored
     edited = state.with_edited_shares(s, dict(request.shares))
     current_runs, edited_runs = _sides(runs)
     units = whatif.compare_units(s, edited, current_runs, edited_runs)
+    st.subheader("Programs: delivered GPU-hours, edited budgets")
     if policy != request.policy:
         st.info(f"**Preview** under fairshare (fast); the {request.policy} answer replaces it when ready.")
-    else:
-        st.caption(f"Under {whatif.POLICY_WORDS[policy]}, {request.replicates} replicate(s) a side.")
-    st.markdown(
-        "**Delivered GPU-hours per program, edited budgets**, and the change from the "
-        "current budgets with its spread over the replicates (± one standard deviation). "
-        "A grey change is **within noise**: the replicates of the two sides overlap."
+    st.caption(
+        f"Under {whatif.POLICY_WORDS[policy]}, {request.replicates} replicate(s) a side. Each "
+        "change is edited minus current, ± one standard deviation over the replicates; a grey "
+        "change is **within noise** (the two sides' replicates overlap)."
     )
-    programs = units[units["level"] == 0].to_dict("records")
-    per_row = 3
-    for start in range(0, len(programs), per_row):
-        cols = st.columns(per_row)
-        for col, u in zip(cols, programs[start : start + per_row], strict=False):
+    with st.container(horizontal=True, gap="small", key="tiles"):
+        for u in units[units["level"] == 0].to_dict("records"):
             noisy = not bool(u["delivered_gpu_h_separated"])
             change = whatif.change_words(
                 float(u["delivered_gpu_h_change"]), float(u["delivered_gpu_h_spread"]),
                 float(u["delivered_gpu_h_now"]), not noisy,
             )
-            col.metric(
-                f"{u['unit']}: {u['pct_cluster_now']:.1f} % → {u['pct_cluster_edited']:.1f} % of the cluster",
-                f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
-                change,
-                delta_color="off" if noisy else "normal",
-                help=f"Owed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h. "
-                + whatif.OWED_WORDS,
-            )
-            col.caption(
-                f"p90 wait {whatif.format_wait(float(u['wait_p90_s_now']))} → "
-                f"{whatif.format_wait(float(u['wait_p90_s_edited']))} "
-                f"({whatif.wait_change_words(float(u['wait_p90_s_change']), float(u['wait_p90_s_spread']), bool(u['wait_p90_s_separated']))})"
-            )
-    st.markdown("**Drill down**: each row is the subtotal of the units below it.")
-    depth_name = st.radio(
-        "Show", list(DEPTHS), horizontal=True, key="tree_depth", label_visibility="collapsed"
-    ) if final else "programs and teams"
-    table = whatif.tree_table(units, DEPTHS[depth_name])
-    st.dataframe(
-        table.style.apply(_noise_colours, axis=1),
-        hide_index=True,
-        key="tree_table" if final else None,
-        height=_full_height(table, most=70),
-        column_order=[c for c in table.columns if c not in ("Path", "Within noise")],
-        column_config=_tree_columns(),
-    )
-    if final:
-        _downloads(s, request, policy, units, current_runs, edited_runs)
+            with st.container(border=True, width=250):
+                st.metric(
+                    f"{u['unit']}: {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} % of cluster",
+                    f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
+                    change,
+                    delta_color="off" if noisy else "normal",
+                    help=f"Owed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h. "
+                    + whatif.OWED_WORDS,
+                )
+                st.caption(
+                    f"owed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h · p90 wait "
+                    f"{whatif.format_wait(float(u['wait_p90_s_now']))} → "
+                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} "
+                    f"({whatif.wait_change_words(float(u['wait_p90_s_change']), float(u['wait_p90_s_spread']), bool(u['wait_p90_s_separated']))})"
+                )
+    with below:
+        st.subheader("Drill down: program → team → project")
+        st.caption("Each row is the subtotal of the units below it. " + whatif.OWED_WORDS)
+        depth_name = (
+            st.radio("Show", list(DEPTHS), horizontal=True, key="tree_depth", label_visibility="collapsed")
+            if final
+            else "programs and teams"
+        )
+        table = whatif.tree_table(units, DEPTHS[depth_name])
+        st.dataframe(
+            table.style.apply(_noise_colours, axis=1),
+            hide_index=True,
+            key="tree_table" if final else None,
+            height=_full_height(table, most=70),
+            column_order=[c for c in table.columns if c not in ("Path", "Within noise")],
+            column_config=_tree_columns(),
+        )
+        if final:
+            _downloads(s, request, policy, units, current_runs, edited_runs)
 
 
 def _noise_colours(row: pd.Series) -> list[str]:
@@ -573,10 +612,10 @@ def _tree_columns() -> dict[str, Any]:
         ),
         "Owed GPU-h, now": st.column_config.NumberColumn(format="localized", help=owed_help),
         "Owed GPU-h, edited": st.column_config.NumberColumn(format="localized", help=owed_help),
-        "Delivered within owed, now": st.column_config.NumberColumn(
+        "Delivered within owed (capped), now": st.column_config.NumberColumn(
             format="localized", help="Delivered, capped hour by hour at what was owed. " + owed_help
         ),
-        "Delivered within owed, edited": st.column_config.NumberColumn(
+        "Delivered within owed (capped), edited": st.column_config.NumberColumn(
             format="localized", help="Delivered, capped hour by hour at what was owed. " + owed_help
         ),
         "Delivered GPU-h, now": st.column_config.NumberColumn(format="localized"),

@@ -601,26 +601,25 @@ def tree_table(units: pd.DataFrame, depth: int) -> pd.DataFrame:
         name = str(u["unit"]).rsplit("/", 1)[-1]
         rows.append(
             {
-                "Org unit": (" " * int(u["level"])) + ("" if u["is_project"] else "▸ ") + name,
-                "Path": u["unit"],
-                "Share of parent, now → edited": f"{u['pct_parent_now']:.1f}% → {u['pct_parent_edited']:.1f}%",
-                "Share of cluster, edited": round(float(u["pct_cluster_edited"]), 2),
-                "Delivered GPU-h, edited": round(float(u["delivered_gpu_h_edited"])),
+                "Org unit": ("\u2003" * int(u["level"])) + ("" if u["is_project"] else "▸ ") + name,
                 "Change in delivered": change_words(
                     float(u["delivered_gpu_h_change"]), float(u["delivered_gpu_h_spread"]),
                     float(u["delivered_gpu_h_now"]), bool(u["delivered_gpu_h_separated"]),
                 ),
-                "Owed GPU-h, now": round(float(u["owed_gpu_h_now"])),
+                "Delivered GPU-h, edited": round(float(u["delivered_gpu_h_edited"])),
                 "Owed GPU-h, edited": round(float(u["owed_gpu_h_edited"])),
-                "Delivered within owed, now": round(float(u["delivered_within_owed_gpu_h_now"])),
-                "Delivered within owed, edited": round(float(u["delivered_within_owed_gpu_h_edited"])),
-                "Delivered GPU-h, now": round(float(u["delivered_gpu_h_now"])),
-                "p90 wait, now": format_wait(float(u["wait_p90_s_now"])),
-                "p90 wait, edited": format_wait(float(u["wait_p90_s_edited"])),
+                "Delivered within owed (capped), edited": round(float(u["delivered_within_owed_gpu_h_edited"])),
                 "Change in p90 wait": wait_change_words(
                     float(u["wait_p90_s_change"]), float(u["wait_p90_s_spread"]),
                     bool(u["wait_p90_s_separated"]),
                 ),
+                "p90 wait, now → edited": f"{format_wait(float(u['wait_p90_s_now']))} → "
+                f"{format_wait(float(u['wait_p90_s_edited']))}",
+                "Share of parent, now → edited": f"{u['pct_parent_now']:.1f}% → {u['pct_parent_edited']:.1f}%",
+                "Delivered GPU-h, now": round(float(u["delivered_gpu_h_now"])),
+                "Owed GPU-h, now": round(float(u["owed_gpu_h_now"])),
+                "Delivered within owed (capped), now": round(float(u["delivered_within_owed_gpu_h_now"])),
+                "Path": u["unit"],
                 "Within noise": not bool(u["delivered_gpu_h_separated"]),
             }
         )
