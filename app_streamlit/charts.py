@@ -395,20 +395,57 @@ def delivered_vs_owed_units(units: pd.DataFrame) -> go.Figure:
 
 def program_gantt(
     bars: pd.DataFrame,
-    nodes: Sequence[str],
     title: str,
     boundaries: Sequence[float] = (),
     projects: Sequence[str] = (),
 ) -> go.Figure:
-    """:func:`plan_gantt` for one program's jobs: only the nodes they use, a colour per
-    project, the legend below the chart."""
-    fig = plan_gantt(bars, nodes, title, boundaries, (), projects)
-    fig.update_layout(
-        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top",
-                "title": {"text": "Project"}},
-        margin={"l": 10, "r": 10, "t": 60, "b": 120},
+    """One program's epoch as a Gantt chart: a row per job, coloured by its project.
+
+    ``bars`` is :func:`app_streamlit.planview.job_bars`. Each row reads ``job · project``
+    and its bar says how many GPUs on how many nodes; the colour of each project is
+    unique and the same in every chart (:func:`project_colours`).
+    """
+    colours = project_colours(list(projects) if projects else list(dict.fromkeys(bars["project"])))
+    order = bars.sort_values(["project", "start_h", "job"]) if len(bars) else bars
+    rows = list(dict.fromkeys(f"{j} · {p.rsplit('/', 1)[-1]}" for j, p in zip(order["job"], order["project"], strict=True)))
+    fig = go.Figure()
+    for project in dict.fromkeys(order["project"]) if len(order) else []:
+        mine = order[order["project"] == project]
+        fig.add_bar(
+            y=[f"{j} · {project.rsplit('/', 1)[-1]}" for j in mine["job"]],
+            x=mine["end_h"] - mine["start_h"],
+            base=mine["start_h"],
+            orientation="h",
+            name=project,
+            marker_color=colours.get(project, "#888"),
+            marker_line={"color": "white", "width": 1},
+            text=[f"{g} GPUs on {n} node{'s' if n > 1 else ''}" for g, n in zip(mine["gpus"], mine["nodes"], strict=True)],
+            textposition="inside",
+            insidetextanchor="middle",
+            customdata=mine[["pool", "charged"]].to_numpy(),
+            hovertemplate=(
+                "<b>%{y}</b> (" + project + ")<br>from hour %{base:.2f} for %{x:.2f} h<br>%{text} of "
+                "%{customdata[0]}<br>charged to its budget: %{customdata[1]}<extra></extra>"
+            ),
+        )
+    for x in boundaries:
+        fig.add_vline(x=x, line_dash="dot", line_color="#888", line_width=1)
+    fig.update_layout(barmode="overlay", bargap=0.25)
+    fig.update_xaxes(
+        title_text="Time since the scenario's start (hours)",
+        range=[min(boundaries), max(boundaries)] if boundaries else None,
     )
-    fig.update_layout(height=max(360, 220 + ROW_PX * len(nodes)))
+    fig.update_yaxes(
+        title_text="Job · project", categoryorder="array", categoryarray=rows[::-1], type="category",
+        automargin=True,
+    )
+    height = max(320, 200 + ROW_PX * len(rows))
+    fig = _layout(fig, title, height=height)
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -110 / height, "yanchor": "top",
+                "title": {"text": "Project"}},
+        margin={"l": 10, "r": 10, "t": 60, "b": 150},
+    )
     if not len(bars):
         fig.add_annotation(
             text="No job of this program is planned in this epoch", showarrow=False, x=0.5, y=0.5,

@@ -183,12 +183,6 @@ def reasons_by_program(pending: pd.DataFrame) -> pd.DataFrame:
     return grouped.sort_values(["Program", "Jobs"], ascending=[True, False])[columns].reset_index(drop=True)
 
 
-def nodes_used(scenario: Scenario, bars: pd.DataFrame) -> list[str]:
-    """The nodes ``bars`` run on, in the cluster's order (a program's Gantt rows)."""
-    used = set(bars["node"]) if len(bars) else set()
-    return [n.name for n in scenario.nodes if n.name in used]
-
-
 def reasons_frame(pending: pd.DataFrame) -> pd.DataFrame:
     """How many jobs wait for each reason (most frequent first), with their GPUs."""
     if not len(pending):
@@ -246,3 +240,33 @@ def solver_line(plan: Plan) -> str:
     else:
         quality = "a good plan; the optimizer stopped at its time limit without a bound"
     return f"Planned in {s.seconds:.1f} s by the optimizer ({s.backend}): {quality}."
+
+
+def job_bars(frame: pd.DataFrame) -> pd.DataFrame:
+    """One bar per job and stretch of back-to-back slices: its GPUs and nodes.
+
+    ``frame`` is :func:`slices_frame` (one row per slice, job and node). A program's
+    Gantt then has a row per job, which a director can read, rather than a row per node.
+    """
+    columns = ["job", "project", "start_h", "end_h", "gpus", "nodes", "pool", "charged"]
+    if not len(frame):
+        return pd.DataFrame(columns=columns)
+    per_slice = (
+        frame.groupby(["job", "project", "start_h", "end_h", "pool", "charged"], as_index=False)
+        .agg(gpus=("gpus", "sum"), nodes=("node", "nunique"))
+        .sort_values(["job", "start_h"])
+    )
+    bars: list[dict[str, Any]] = []
+    for record in per_slice.to_dict("records"):
+        row = {str(k): v for k, v in record.items()}
+        last = bars[-1] if bars else None
+        if (
+            last is not None
+            and last["job"] == row["job"]
+            and (last["gpus"], last["nodes"]) == (row["gpus"], row["nodes"])
+            and abs(float(last["end_h"]) - float(row["start_h"])) < 1e-9
+        ):
+            last["end_h"] = row["end_h"]
+        else:
+            bars.append(row)
+    return pd.DataFrame(bars, columns=columns)

@@ -545,22 +545,26 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
             noisy = not bool(u["delivered_gpu_h_separated"])
             change = whatif.change_words(
                 float(u["delivered_gpu_h_change"]), float(u["delivered_gpu_h_spread"]),
-                float(u["delivered_gpu_h_now"]), not noisy,
+                float(u["delivered_gpu_h_now"]), True,
             )
-            with st.container(border=True, width=250):
+            wait = whatif.wait_change_words(
+                float(u["wait_p90_s_change"]), float(u["wait_p90_s_spread"]), bool(u["wait_p90_s_separated"])
+            )
+            with st.container(border=True, width=235):
                 st.metric(
-                    f"{u['unit']}: {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} % of cluster",
+                    f"**{u['unit']}** · {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} % of cluster",
                     f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
                     change,
                     delta_color="off" if noisy else "normal",
-                    help=f"Owed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h. "
-                    + whatif.OWED_WORDS,
+                    help="Delivered GPU-hours with the edited budgets, and the change from the "
+                    "current ones. " + whatif.OWED_WORDS,
                 )
-                st.caption(
-                    f"owed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h · p90 wait "
-                    f"{whatif.format_wait(float(u['wait_p90_s_now']))} → "
-                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} "
-                    f"({whatif.wait_change_words(float(u['wait_p90_s_change']), float(u['wait_p90_s_spread']), bool(u['wait_p90_s_separated']))})"
+                st.markdown(
+                    (":gray-badge[within noise]" if noisy else ":blue-badge[outside the noise]")
+                    + f"  \nowed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h  \n"
+                    f"p90 wait {whatif.format_wait(float(u['wait_p90_s_now']))} → "
+                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} ({wait})",
+                    help=whatif.OWED_WORDS,
                 )
     with below:
         st.subheader("Drill down: program → team → project")
@@ -606,7 +610,7 @@ def _tree_columns() -> dict[str, Any]:
     return {
         "Org unit": st.column_config.TextColumn(width="medium", pinned=True),
         "Change in delivered": st.column_config.TextColumn(
-            width="medium",
+            width="large",
             help="Mean over replicates of edited minus current, ± the standard deviation of "
             "the paired changes; 'within noise' when the two sides' replicates overlap.",
         ),
@@ -848,17 +852,17 @@ def _show_plan(s: Scenario, plan: Plan) -> None:
         key="plan_program",
     )
     mine = frame[frame["program"] == program] if len(frame) else frame
-    bars = planview.merged_runs(mine.drop(columns=["program"])) if len(mine) else mine
-    groups = planview.nodes_used(s, bars)
+    bars = planview.job_bars(mine)
     title = (
         f"{program}: its jobs from hour {plan.epoch_start / state.HOUR:g} to "
         f"{plan.epoch_end / state.HOUR:g} ({len(plan.slices)} slices)"
     )
     boundaries = sorted({sl.start / state.HOUR for sl in plan.slices} | {plan.epoch_end / state.HOUR})
-    st.plotly_chart(charts.program_gantt(bars, groups, title, boundaries, s.projects), key="chart_gantt")
+    st.plotly_chart(charts.program_gantt(bars, title, boundaries, s.projects), key="chart_gantt")
     st.caption(
-        "One row per node that runs this program's work; each bar is a job, coloured by its "
-        "project (a colour per project, named on the bar). Dotted lines mark the time slices."
+        "One row per job of the program; each bar says how many GPUs on how many nodes it "
+        "gets, coloured by its project (a colour of its own per project). Dotted lines mark "
+        "the time slices."
     )
     if plan.drained_nodes:
         st.markdown("**Nodes drained for maintenance**, and when their last job leaves them")

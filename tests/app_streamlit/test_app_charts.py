@@ -98,3 +98,19 @@ def test_each_project_of_ai2_like_has_its_own_colour() -> None:
     colours = charts.project_colours(projects)
     assert len(set(colours.values())) == len(projects)
     assert charts.project_colours(projects[:3]) == {p: colours[p] for p in projects[:3]}
+
+
+def test_program_gantt_has_a_row_per_job_of_the_program() -> None:
+    """A program's Gantt reads one row per job, its GPUs and nodes on the bar."""
+    frame = pd.DataFrame(
+        {
+            "pool": ["a/H100"] * 3, "node": ["n1", "n2", "n1"], "start_h": [0.0, 0.0, 0.25],
+            "end_h": [0.25, 0.25, 0.5], "job": ["j1", "j1", "j1"], "project": ["p/x"] * 3,
+            "gpus": [8, 8, 16], "charged": ["yes"] * 3, "lane": [0] * 3, "lanes": [1] * 3,
+        }
+    )
+    bars = planview.job_bars(frame)
+    assert bars[["start_h", "end_h", "gpus", "nodes"]].to_numpy().tolist() == [[0.0, 0.25, 16, 2], [0.25, 0.5, 16, 1]]
+    fig = charts.program_gantt(bars, "t", [0.0, 0.25, 0.5], ["p/x"])
+    assert set(fig.data[0].y) == {"j1 · x"}
+    assert fig.data[0].text[0] == "16 GPUs on 2 nodes"

@@ -118,7 +118,7 @@ def test_whatif_with_replicates_shows_program_deltas_with_spread_and_noise(
     request, policy, runs = at.session_state["whatif"]
     assert policy == "fairshare" and request.replicates == 3
     assert sorted((p.budgets, p.replicate) for p in runs) == [(s, r) for s in ("current", "edited") for r in range(3)]
-    assert [m.label.split(":")[0] for m in at.metric] == ["research", "infra"]
+    assert [m.label.split(" · ")[0].strip("*") for m in at.metric] == ["research", "infra"]
     tree = _table(at, "tree")
     assert tree["Change in delivered"].str.contains("within noise").any()
     current = [r for p, r in runs.items() if p.budgets == "current"]
