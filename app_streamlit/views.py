@@ -552,19 +552,18 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
             )
             with st.container(border=True, width=235):
                 st.metric(
-                    f"**{u['unit']}** · {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} % of cluster",
+                    f"**{u['unit']}** · {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} %",
                     f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
                     change,
                     delta_color="off" if noisy else "normal",
-                    help="Delivered GPU-hours with the edited budgets, and the change from the "
-                    "current ones. " + whatif.OWED_WORDS,
+                    help="Share of the cluster now → edited; delivered GPU-hours with the edited "
+                    "budgets, and the change from the current ones. " + whatif.OWED_WORDS,
                 )
                 st.markdown(
                     (":gray-badge[within noise]" if noisy else ":blue-badge[outside the noise]")
                     + f"  \nowed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h  \n"
                     f"p90 wait {whatif.format_wait(float(u['wait_p90_s_now']))} → "
-                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} ({wait})",
-                    help=whatif.OWED_WORDS,
+                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} ({wait})"
                 )
     with below:
         st.subheader("Drill down: program → team → project")
@@ -871,7 +870,8 @@ def _show_plan(s: Scenario, plan: Plan) -> None:
     pending = planview.pending_frame(plan, s)
     if len(pending):
         st.markdown("**Why, per program** (jobs waiting, and the GPUs they ask for)")
-        st.dataframe(planview.reasons_by_program(pending), hide_index=True, key="reasons_table")
+        reasons = planview.reasons_by_program(pending)
+        st.dataframe(reasons, hide_index=True, key="reasons_table", height=_full_height(reasons))
     with st.expander(f"Every waiting job ({len(pending)})"):
         st.dataframe(
             pending,
@@ -884,4 +884,5 @@ def _show_plan(s: Scenario, plan: Plan) -> None:
         )
     if plan.projects:
         st.subheader("GPU-hours per project in this epoch")
-        st.dataframe(planview.projects_frame(plan), hide_index=True, key="plan_projects")
+        per_project = planview.projects_frame(plan)
+        st.dataframe(per_project, hide_index=True, key="plan_projects", height=_full_height(per_project))
