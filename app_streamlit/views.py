@@ -463,7 +463,7 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
     client = None
     if todo:
         try:
-            client = _dask(os.environ.get(SCHEDULER_ENV) or None, min(_workers(), len(todo)))
+            client = _dask(os.environ.get(SCHEDULER_ENV) or None, _workers())
         except Exception as exc:  # an unreachable scheduler is a sentence, not a traceback
             st.warning(f"Dask is not available ({type(exc).__name__}: {exc}); running here, one by one.")
     parallel = len(client.scheduler_info().get("workers", {})) if client is not None else 1
