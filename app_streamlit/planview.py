@@ -53,22 +53,6 @@ def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> 
     return plan_epoch(snapshot_at(scenario, t), time_limit=time_limit)
 
 
-def drained_during(scenario: Scenario, plan: Plan) -> set[str]:
-    """Nodes whose maintenance window overlaps the plan's epoch (``planner.snapshot``)."""
-    from planner.snapshot import node_states
-
-    return {
-        state.node.name
-        for state in node_states(scenario, plan.epoch_start, plan.epoch_end)
-        if state.drain_start is not None
-    }
-
-
-def pool_nodes(scenario: Scenario, pool: Pool) -> list[str]:
-    """Names of every node of ``pool``, in the cluster's order."""
-    return [n.name for n in scenario.nodes if n.pool == pool]
-
-
 def slices_frame(plan: Plan) -> pd.DataFrame:
     """One row per (slice, job, node) with the lane the job takes in that node's row."""
     rows = []
@@ -98,46 +82,6 @@ def slices_frame(plan: Plan) -> pd.DataFrame:
                 )
     columns = ["pool", "node", "start_h", "end_h", "job", "project", "gpus", "charged", "lane", "lanes"]
     return pd.DataFrame(rows, columns=columns)
-
-
-def merged_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Join a job's back-to-back slices on a node into one bar, and give bars stable lanes.
-
-    A job that keeps its nodes for the whole epoch then reads as one bar with its name,
-    rather than as one short bar per slice. Jobs sharing a node get lanes by interval
-    colouring (each bar takes the lowest lane free at its start), so a job keeps one lane
-    and ``lanes`` is the most jobs the node holds at once, not how many pass through it.
-    """
-    if not len(frame):
-        return frame
-    keys = ["pool", "node", "job", "project", "gpus", "charged"]
-    ordered = frame.sort_values([*keys, "start_h"])
-    runs: list[dict[str, Any]] = []
-    for record in ordered.to_dict("records"):
-        row = {str(k): v for k, v in record.items()}
-        last = runs[-1] if runs else None
-        if last is not None and all(last[k] == row[k] for k in keys) and abs(
-            float(last["end_h"]) - float(row["start_h"])
-        ) < 1e-9:
-            last["end_h"] = row["end_h"]
-        else:
-            runs.append(row)
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        by_node.setdefault(str(run["node"]), []).append(run)
-    for node_runs in by_node.values():
-        node_runs.sort(key=lambda r: (float(r["start_h"]), str(r["job"])))
-        lane_ends: list[float] = []
-        for run in node_runs:
-            free = [i for i, end in enumerate(lane_ends) if end <= float(run["start_h"]) + 1e-9]
-            lane = free[0] if free else len(lane_ends)
-            if lane == len(lane_ends):
-                lane_ends.append(0.0)
-            lane_ends[lane] = float(run["end_h"])
-            run["lane"] = lane
-        for run in node_runs:
-            run["lanes"] = len(lane_ends)
-    return pd.DataFrame(runs, columns=frame.columns)
 
 
 def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
@@ -181,15 +125,6 @@ def reasons_by_program(pending: pd.DataFrame) -> pd.DataFrame:
     grouped = frame.groupby(["Program", "Waiting because"]).agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
     grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).reset_index()
     return grouped.sort_values(["Program", "Jobs"], ascending=[True, False])[columns].reset_index(drop=True)
-
-
-def reasons_frame(pending: pd.DataFrame) -> pd.DataFrame:
-    """How many jobs wait for each reason (most frequent first), with their GPUs."""
-    if not len(pending):
-        return pd.DataFrame(columns=["Waiting because", "Jobs", "GPUs asked"])
-    grouped = pending.groupby("Waiting because").agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
-    grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).sort_values("Jobs", ascending=False)
-    return grouped.reset_index()
 
 
 def drained_frame(plan: Plan) -> pd.DataFrame:

@@ -24,13 +24,6 @@ HOUR = 3600.0
 DAY = 86400.0
 
 # Column names double as the labels a lab director reads; keep them plain, with units.
-COL_UNIT = "Org unit"
-COL_KIND = "Kind"
-COL_SHARE = "Share (weight among siblings)"
-COL_EFFECTIVE = "Effective share of the cluster (%)"
-COL_GPUS = "H100-eq GPUs at that share"
-
-
 @dataclass(frozen=True)
 class LoadedScenario:
     """A scenario together with the text it came from.
@@ -156,48 +149,6 @@ def maintenance_table(scenario: Scenario) -> pd.DataFrame:
 # -- org tree and shares --------------------------------------------------------------------
 
 
-def share_table(scenario: Scenario) -> pd.DataFrame:
-    """The org tree as rows (parents before children) with shares and effective shares."""
-    eff = effective_shares(scenario.org)
-    capacity = scenario.capacity_h100()
-    rows = []
-    for path, unit in walk(scenario.org):
-        rows.append(
-            {
-                COL_UNIT: path,
-                COL_KIND: "project" if unit.is_project else f"group of {len(unit.children)}",
-                COL_SHARE: float(unit.share),
-                COL_EFFECTIVE: round(100.0 * eff[path], 2),
-                COL_GPUS: round(eff[path] * capacity, 1),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def shares_from_table(scenario: Scenario, table: pd.DataFrame) -> dict[str, float]:
-    """The shares the edited table changes, by org-unit path.
-
-    Raises
-    ------
-    ScenarioError
-        If a share is missing, not a number, or not above zero (the message names the unit).
-    """
-    current = {path: unit.share for path, unit in walk(scenario.org)}
-    changed: dict[str, float] = {}
-    for path, value in zip(table[COL_UNIT], table[COL_SHARE], strict=True):
-        if path not in current:
-            raise ScenarioError(None, f"unknown org unit {path!r} in the share table")
-        try:
-            share = float(value)
-        except (TypeError, ValueError):
-            raise ScenarioError(None, f"share of {path!r} must be a number, got {value!r}") from None
-        if math.isnan(share) or share <= 0:
-            raise ScenarioError(None, f"share of {path!r} must be greater than 0, got {value!r}")
-        if share != current[path]:
-            changed[str(path)] = share
-    return changed
-
-
 def shares_key(shares: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     """A hashable, order-independent form of share edits (for cache keys)."""
     return tuple(sorted(shares.items()))
@@ -213,46 +164,6 @@ def with_edited_shares(scenario: Scenario, shares: Mapping[str, float]) -> Scena
     if not shares:
         return scenario
     return scenario.model_copy(update={"org": with_shares(scenario.org, dict(shares))})
-
-
-def owed_gpu_hours(scenario: Scenario, days: float) -> dict[str, float]:
-    """Each project's owed H100-eq GPU-hours over the first ``days``, hour by hour.
-
-    Hour ``h`` contributes the hierarchical water-filling of capacity over the demand at
-    the start of that hour (``planner.fairshare.owed_at``): a project is owed its share,
-    capped by its own demand, plus what idle siblings leave over.
-    """
-    from planner.fairshare import owed_at
-
-    hours = max(1, math.ceil(days * 24 - 1e-9))
-    total = dict.fromkeys(scenario.projects, 0.0)
-    for h in range(hours):
-        for project, owed in owed_at(scenario, h * HOUR).items():
-            total[project] = total.get(project, 0.0) + owed
-    return total
-
-
-def owed_comparison(current: Scenario, edited: Scenario, days: float) -> pd.DataFrame:
-    """Per project: shares and owed GPU-hours under the current and the edited budgets."""
-    eff_now = effective_shares(current.org)
-    eff_new = effective_shares(edited.org)
-    owed_now = owed_gpu_hours(current, days)
-    owed_new = owed_gpu_hours(edited, days) if edited is not current else owed_now
-    rows = []
-    for project in current.projects:
-        before, after = owed_now.get(project, 0.0), owed_new.get(project, 0.0)
-        rows.append(
-            {
-                "Project": project,
-                "Share now (%)": round(100 * eff_now[project], 2),
-                "Share edited (%)": round(100 * eff_new[project], 2),
-                "Owed now (GPU-h)": round(before, 1),
-                "Owed edited (GPU-h)": round(after, 1),
-                "Change (GPU-h)": round(after - before, 1),
-                "Change (%)": round(100 * (after - before) / before, 1) if before > 0 else None,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 # -- download -----------------------------------------------------------------------------

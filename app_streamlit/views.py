@@ -400,7 +400,7 @@ def _controls(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> A
     if not edits:
         st.info("You have not changed any share yet, so both sides will be the same.")
     request = whatif.Request(
-        key=loaded.key, shares=state.shares_key(edits), policy=policy, baselines=(),
+        key=loaded.key, shares=state.shares_key(edits), policy=policy,
         days=days, replicates=int(replicates),
     )
     if st.button("Run what-if", type="primary", key="run_whatif"):

@@ -73,18 +73,8 @@ class Request:
     key: str
     shares: tuple[tuple[str, float], ...]
     policy: str
-    baselines: tuple[str, ...]
     days: float
     replicates: int = 1
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One simulation of a request: which budgets, under which scheduler, and its label."""
-
-    label: str
-    budgets: Side
-    policy: str
 
 
 @dataclass(frozen=True)
@@ -106,17 +96,6 @@ class RunResult:
     occupancy: pd.DataFrame
     seconds: float
     replicate: int = 0
-
-
-def runs_for(request: Request) -> list[RunSpec]:
-    """The simulations a request needs: current and edited budgets, then any baselines."""
-    tag = f" ({request.policy})" if request.baselines else ""
-    runs = [
-        RunSpec(f"current budgets{tag}", "current", request.policy),
-        RunSpec(f"edited budgets{tag}", "edited", request.policy),
-    ]
-    runs += [RunSpec(f"edited budgets ({p})", "edited", p) for p in request.baselines]
-    return runs
 
 
 # -- replicates ----------------------------------------------------------------------------
@@ -331,11 +310,6 @@ def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
     )
 
 
-def labelled(result: RunResult, label: str) -> RunResult:
-    """The same result set under another label (the cache is shared between labels)."""
-    return dataclasses.replace(result, label=label)
-
-
 # -- side-by-side frames ------------------------------------------------------------------
 
 
@@ -415,30 +389,6 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
                 cells.append(f"{float(value):,.2f}")
         out[str(row["variant"])] = cells
     return pd.DataFrame(out)
-
-
-def projects_frame(results: list[RunResult]) -> pd.DataFrame:
-    """Per project and result set: owed and delivered GPU-hours, ratio, p90 wait (long form)."""
-    frames = []
-    for r in results:
-        f = r.projects.copy()
-        f.insert(0, "variant", r.label)
-        f.insert(1, "policy", r.policy)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
-
-
-def projects_table(projects: pd.DataFrame) -> pd.DataFrame:
-    """Per project, one column group per result set, in plain words."""
-    variants = list(dict.fromkeys(projects["variant"]))
-    out = pd.DataFrame({"Project": list(dict.fromkeys(projects["project"]))})
-    for v in variants:
-        rows = projects[projects["variant"] == v].set_index("project")
-        out[f"Owed GPU-h, {v}"] = out["Project"].map(rows["owed_gpu_h"]).round(1)
-        out[f"Delivered GPU-h, {v}"] = out["Project"].map(rows["delivered_gpu_h"]).round(1)
-        out[f"Delivered / owed, {v}"] = out["Project"].map(rows["delivered_over_owed"]).map(_pct)
-        out[f"p90 wait, {v}"] = out["Project"].map(rows["wait_p90_s"]).map(format_wait)
-    return out
 
 
 def jobs_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -675,55 +625,3 @@ def with_readable_waits(frame: pd.DataFrame) -> pd.DataFrame:
             name = column[:-2] + "_h" if column.endswith("_s") else column.replace("_s_", "_h_")
             out.insert(position, name, (pd.to_numeric(out[column], errors="coerce") / 3600.0).round(3))
     return out
-
-
-# -- verdicts -----------------------------------------------------------------------------
-
-
-def verdict(before: dict[str, float], after: dict[str, float]) -> str:
-    """One line on what the edit did to a project, e.g. ``+12% delivered, p90 wait -40 min``.
-
-    ``before`` and ``after`` hold ``delivered_gpu_h`` and ``wait_p90_s`` (NaN when the
-    project had no job in the simulated period).
-    """
-    d0, d1 = before["delivered_gpu_h"], after["delivered_gpu_h"]
-    if d0 > 0:
-        change = 100.0 * (d1 - d0) / d0
-        delivered = "delivered unchanged" if abs(change) < 0.5 else f"{change:+.0f}% delivered"
-    elif d1 > 0:
-        delivered = f"{d1:,.0f} GPU-h delivered (none before)"
-    else:
-        delivered = "nothing delivered either way"
-    w0, w1 = before["wait_p90_s"], after["wait_p90_s"]
-    if math.isnan(w0) or math.isnan(w1):
-        wait = "p90 wait n/a"
-    elif abs(w1 - w0) < 1.0:
-        wait = "p90 wait unchanged"
-    else:
-        wait = f"p90 wait {'+' if w1 > w0 else '-'}{format_wait(abs(w1 - w0))}"
-    return f"{delivered}, {wait}"
-
-
-def verdicts(base: RunResult, edited: RunResult) -> pd.DataFrame:
-    """Per project: the verdict line and the figures behind it (edited vs base)."""
-    frame = projects_frame([base, edited])
-    rows = []
-    for project in dict.fromkeys(frame["project"]):
-        pair = frame[frame["project"] == project].set_index("variant")
-        b = pair.loc[base.label]
-        e = pair.loc[edited.label]
-        figures = [
-            {"delivered_gpu_h": float(x["delivered_gpu_h"]), "wait_p90_s": float(x["wait_p90_s"])}
-            for x in (b, e)
-        ]
-        rows.append(
-            {
-                "Project": project,
-                "Verdict (edited vs current budgets)": verdict(figures[0], figures[1]),
-                "Delivered GPU-h, current": round(float(b["delivered_gpu_h"]), 1),
-                "Delivered GPU-h, edited": round(float(e["delivered_gpu_h"]), 1),
-                "p90 wait, current": format_wait(float(b["wait_p90_s"])),
-                "p90 wait, edited": format_wait(float(e["wait_p90_s"])),
-            }
-        )
-    return pd.DataFrame(rows)

@@ -40,7 +40,7 @@ def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(t
             deltas = tiles.get_by_test_id("stMetricDelta").all_inner_texts()
             assert all("GPU-h" in d for d in deltas)
             assert page.get_by_text("within noise").first.is_visible()
-            assert page.get_by_text("Under gpuplan's epoch planner (mip)").is_visible()
+            assert page.get_by_text("Under gpuplan's epoch planner (mip), 3 replicate(s) a side").is_visible()
             tree = page.get_by_test_id("stDataFrame").filter(has=page.locator("th", has_text="Change in delivered"))
             assert tree.locator("td", has_text="research").count() >= 1
 

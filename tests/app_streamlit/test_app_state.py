@@ -16,32 +16,6 @@ def tiny() -> state.LoadedScenario:
     return state.load_bundled("tiny")
 
 
-def test_share_table_lists_every_unit_with_its_effective_share(tiny: state.LoadedScenario) -> None:
-    """The share table has a row per org unit, parents first, with effective shares in %."""
-    table = state.share_table(tiny.scenario)
-    assert list(table[state.COL_UNIT]) == ["research", "research/nlp", "research/vision", "infra"]
-    effective = dict(zip(table[state.COL_UNIT], table[state.COL_EFFECTIVE], strict=True))
-    assert effective == {"research": 75.0, "research/nlp": 50.0, "research/vision": 25.0, "infra": 25.0}
-    gpus = dict(zip(table[state.COL_UNIT], table[state.COL_GPUS], strict=True))
-    assert gpus["research/nlp"] == pytest.approx(0.5 * tiny.scenario.capacity_h100())
-
-
-def test_shares_from_table_returns_only_changed_shares(tiny: state.LoadedScenario) -> None:
-    """Only the rows whose share differs from the scenario's come back as edits."""
-    table = state.share_table(tiny.scenario)
-    table.loc[table[state.COL_UNIT] == "infra", state.COL_SHARE] = 3.0
-    assert state.shares_from_table(tiny.scenario, table) == {"infra": 3.0}
-
-
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), "many"])
-def test_shares_from_table_rejects_unusable_shares(tiny: state.LoadedScenario, bad: object) -> None:
-    """A share that is not a number above zero is an error naming the unit."""
-    table = state.share_table(tiny.scenario).astype({state.COL_SHARE: object})
-    table.loc[table[state.COL_UNIT] == "infra", state.COL_SHARE] = bad
-    with pytest.raises(ScenarioError, match="share of 'infra' must"):
-        state.shares_from_table(tiny.scenario, table)
-
-
 def test_edited_scenario_changes_shares_and_nothing_else(tiny: state.LoadedScenario) -> None:
     """An edited copy carries the new shares; the original scenario is untouched."""
     edited = state.with_edited_shares(tiny.scenario, {"research/vision": 2.0})
@@ -49,25 +23,6 @@ def test_edited_scenario_changes_shares_and_nothing_else(tiny: state.LoadedScena
     assert effective_shares(tiny.scenario.org)["research/vision"] == pytest.approx(0.25)
     assert edited.jobs == tiny.scenario.jobs
     assert state.with_edited_shares(tiny.scenario, {}) is tiny.scenario
-
-
-def test_raising_a_share_raises_that_projects_owed_hours(tiny: state.LoadedScenario) -> None:
-    """Raising research/vision's share moves owed GPU-hours to it from its sibling."""
-    days = 0.5
-    edited = state.with_edited_shares(tiny.scenario, {"research/vision": 4.0})
-    table = state.owed_comparison(tiny.scenario, edited, days).set_index("Project")
-    vision = table.loc["research/vision"]
-    assert vision["Owed edited (GPU-h)"] > vision["Owed now (GPU-h)"]
-    assert vision["Change (GPU-h)"] > 0
-    assert table.loc["research/nlp", "Change (GPU-h)"] < 0
-    assert vision["Share edited (%)"] == pytest.approx(50.0)
-
-
-def test_owed_hours_never_exceed_capacity_hours(tiny: state.LoadedScenario) -> None:
-    """Owed GPU-hours over a period sum to at most capacity times its hours."""
-    owed = state.owed_gpu_hours(tiny.scenario, 1.0)
-    assert sum(owed.values()) <= tiny.scenario.capacity_h100() * 24 + 1e-6
-    assert sum(owed.values()) > 0
 
 
 def test_download_keeps_the_generate_source() -> None:
