@@ -324,7 +324,7 @@ def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
             "your edits change the starting shares, and those revisions still apply."
         )
     with st.container(key="whatif_top"):
-        left, right = st.columns([5, 6], gap="large")
+        left, right = st.columns([5, 7], gap="medium")
     below = st.container()
     with left, st.container(key="editor"):
         edits = share_editor(loaded)
@@ -550,7 +550,7 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
             wait = whatif.wait_change_words(
                 float(u["wait_p90_s_change"]), float(u["wait_p90_s_spread"]), bool(u["wait_p90_s_separated"])
             )
-            with st.container(border=True, width=235):
+            with st.container(border=True, width=222):
                 st.metric(
                     f"**{u['unit']}** · {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} %",
                     f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
