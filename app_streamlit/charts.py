@@ -195,7 +195,7 @@ def program_deltas(units: pd.DataFrame) -> go.Figure:
         showlegend=False,
     )
     fig.add_vline(x=0, line_color="black", line_width=1)
-    fig.update_xaxes(title_text="Change in delivered GPU-hours, edited − current (± spread)", tickformat=",")
+    fig.update_xaxes(title_text="Edited − current GPU-hours (± spread)", tickformat=",")
     fig.update_yaxes(title_text="Program", automargin=True)
     return _layout(fig, "Change in delivered GPU-hours per program", height=_bar_height(len(rows), 1))
 
@@ -215,9 +215,9 @@ def delivered_vs_owed_units(units: pd.DataFrame) -> go.Figure:
             marker_color=VARIANT_COLOURS[i],
             hovertemplate="%{y}: %{x:.1f}% of owed<extra>" + name + "</extra>",
         )
-    fig.add_vline(x=100, line_dash="dash", line_color="black", annotation_text="100% = all owed")
+    fig.add_vline(x=100, line_dash="dash", line_color="black")
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Delivered within owed / owed GPU-hours (%)", ticksuffix="%", range=[0, 112])
+    fig.update_xaxes(title_text="Delivered within owed / owed (%; 100% = all owed)", ticksuffix="%", range=[0, 105])
     fig.update_yaxes(title_text="Program", automargin=True)
     fig = _layout(fig, "Share of owed GPU-hours delivered, per program", height=_bar_height(len(rows), 2))
     # The legend under the plot: it never collides with the title, at any width.

@@ -708,7 +708,13 @@ def details_page(loaded: LoadedScenario) -> None:
     summary = whatif.summary_frame(results)
     st.subheader("Side by side")
     table = whatif.summary_table(summary)
-    st.dataframe(table, hide_index=True, key="summary_table", height=_full_height(table))
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="summary_table",
+        height=_full_height(table),
+        column_config={"Metric": st.column_config.TextColumn(width=260, pinned=True)},
+    )
     units = whatif.compare_units(
         loaded.scenario, state.with_edited_shares(loaded.scenario, dict(request.shares)), current, edited
     )

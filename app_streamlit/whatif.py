@@ -363,8 +363,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         ("Delivered / owed GPU-hours, all projects", "pct", "delivered_over_owed"),
         ("Delivered / owed, worst project", "pct", "worst_project_delivered_over_owed"),
         ("Occupancy (GPUs busy / available)", "pct", "occupancy"),
-        ("Share of delivered GPU-hours that were free (unallocated) work", "pct", "unallocated_share"),
-        ("Fairness across projects (Jain index, 1 = perfectly even)", "num", "jain_index"),
+        ("Free (unallocated) share of delivered", "pct", "unallocated_share"),
+        ("Fairness (Jain index, 1 = even)", "num", "jain_index"),
         ("Preemptions (count)", "int", "preemptions"),
         ("GPU-hours lost to preemption", "num", "preempted_gpu_h"),
     ]
