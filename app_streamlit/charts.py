@@ -13,10 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from models import Scenario, effective_shares, walk
-
 # One colour per result set, kept the same across all charts of a run (the first two are
-# "current" and "edited" budgets; baselines follow).
+# "current" and "edited" budgets).
 VARIANT_COLOURS = ("#7f8c8d", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
 FONT = {"size": 14}
 ROW_PX = 26
@@ -33,97 +31,8 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     return fig
 
 
-def org_sunburst(scenario: Scenario) -> go.Figure:
-    """The org tree as rings around the whole cluster: each unit's angle is its effective share.
-
-    Leaves carry their effective share and parents add up their children
-    (``branchvalues="remainder"`` with parents at 0), so rounding can never make a
-    parent smaller than its children, which would make Plotly drop it.
-    """
-    eff = effective_shares(scenario.org)
-    capacity = scenario.capacity_h100()
-    root = "whole cluster"
-    ids, labels, parents, values, hover = [root], [root], [""], [0.0], [
-        f"<b>whole cluster</b><br>{capacity:,.0f} H100-eq GPUs"
-    ]
-    for path, unit in walk(scenario.org):
-        ids.append(path)
-        labels.append(unit.name)
-        parents.append(path.rsplit("/", 1)[0] if "/" in path else root)
-        values.append(eff[path] if unit.is_project else 0.0)
-        hover.append(
-            f"<b>{path}</b><br>share {unit.share:g} among its siblings<br>"
-            f"{eff[path]:.1%} of the cluster = {eff[path] * capacity:,.0f} H100-eq GPUs"
-        )
-    fig = go.Figure(
-        go.Sunburst(
-            ids=ids,
-            labels=labels,
-            parents=parents,
-            values=values,
-            branchvalues="remainder",
-            hovertext=hover,
-            hoverinfo="text",
-            texttemplate="%{label}<br>%{percentRoot:.1%}",
-            insidetextorientation="radial",
-            maxdepth=4,
-        )
-    )
-    return _layout(fig, "Effective shares of the cluster, edited budgets", height=560)
-
-
-def owed_bars(table: pd.DataFrame) -> go.Figure:
-    """Owed GPU-hours per project, now and with the edited budgets, as horizontal bars."""
-    projects = list(table["Project"])[::-1]  # first project at the top
-    fig = go.Figure()
-    for column, name, colour in (
-        ("Owed now (GPU-h)", "current budgets", VARIANT_COLOURS[0]),
-        ("Owed edited (GPU-h)", "edited budgets", VARIANT_COLOURS[1]),
-    ):
-        fig.add_bar(
-            y=projects,
-            x=list(table[column])[::-1],
-            name=name,
-            orientation="h",
-            marker_color=colour,
-            hovertemplate="%{y}: %{x:,.0f} GPU-h<extra>" + name + "</extra>",
-        )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Owed GPU-hours (H100-equivalent)", tickformat=",")
-    fig.update_yaxes(title_text="Project", automargin=True)
-    return _layout(fig, "Owed GPU-hours per project", height=_bar_height(len(projects), 2))
-
-
 def _bar_height(rows: int, bars_per_row: int) -> int:
     return max(320, 120 + rows * max(ROW_PX, 12 * bars_per_row))
-
-
-def delivered_vs_owed(projects: pd.DataFrame, variants: Sequence[str]) -> go.Figure:
-    """Delivered over owed GPU-hours per project, one bar per result set.
-
-    ``projects`` has columns ``variant``, ``project`` and ``delivered_over_owed``; 100%
-    means the project got every GPU-hour it was owed.
-    """
-    names = list(dict.fromkeys(projects["project"]))[::-1]
-    fig = go.Figure()
-    for i, variant in enumerate(variants):
-        rows = projects[projects["variant"] == variant].set_index("project")
-        values = [100.0 * float(rows.loc[p, "delivered_over_owed"]) if p in rows.index else None for p in names]
-        fig.add_bar(
-            y=names,
-            x=values,
-            name=variant,
-            orientation="h",
-            marker_color=VARIANT_COLOURS[i % len(VARIANT_COLOURS)],
-            hovertemplate="%{y}: %{x:.1f}% of owed<extra>" + variant + "</extra>",
-        )
-    fig.add_vline(x=100, line_dash="dash", line_color="black", annotation_text="100% = all owed hours")
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="Delivered / owed GPU-hours (%)", ticksuffix="%")
-    fig.update_yaxes(title_text="Project", automargin=True)
-    return _layout(
-        fig, "Delivered vs owed GPU-hours per project", height=_bar_height(len(names), len(variants))
-    )
 
 
 WAIT_TICKS = (
@@ -244,82 +153,135 @@ def preemption_bars(summary: pd.DataFrame, variants: Sequence[str]) -> go.Figure
 
 
 def project_colours(projects: Sequence[str]) -> dict[str, str]:
-    """A distinct colour per project (74 before any repeats), in the given order."""
-    palette = [*qualitative.Dark24, *qualitative.Alphabet, *qualitative.Light24]
-    return {p: palette[i % len(palette)] for i, p in enumerate(projects)}
+    """A distinct colour per project, in the given order: the qualitative palettes
+    first, then evenly spaced hues, so no two projects ever share a colour."""
+    palette = list(dict.fromkeys(c.lower() for c in (*qualitative.Dark24, *qualitative.Alphabet, *qualitative.Light24)))
+    out: dict[str, str] = {}
+    for i, p in enumerate(projects):
+        if i < len(palette):
+            out[p] = palette[i]
+        else:
+            out[p] = f"hsl({(i * 137.5) % 360:.1f}, 65%, {35 + (i % 3) * 12}%)"
+    return out
 
 
-def plan_gantt(
-    slices: pd.DataFrame,
-    nodes: Sequence[str],
+def program_deltas(units: pd.DataFrame) -> go.Figure:
+    """The change in delivered GPU-hours per program, with its spread as error bars.
+
+    ``units`` is :func:`app_streamlit.whatif.compare_units`; a change within noise is
+    grey, a gain green, a loss red.
+    """
+    rows = units[units["level"] == 0].iloc[::-1]
+    colours = [
+        "#9e9e9e" if not sep else ("#1a7f37" if ch >= 0 else "#cf222e")
+        for ch, sep in zip(rows["delivered_gpu_h_change"], rows["delivered_gpu_h_separated"], strict=True)
+    ]
+    # The figures go into the row labels: text on the bars would collide with the error bars.
+    labels = [
+        f"{unit}  {c:+,.0f} ± {sp:,.0f}" + (" (within noise)" if not sep else "")
+        for unit, c, sp, sep in zip(
+            rows["unit"], rows["delivered_gpu_h_change"], rows["delivered_gpu_h_spread"],
+            rows["delivered_gpu_h_separated"], strict=True,
+        )
+    ]
+    fig = go.Figure()
+    fig.add_bar(
+        y=labels,
+        x=list(rows["delivered_gpu_h_change"]),
+        orientation="h",
+        marker_color=colours,
+        error_x={"type": "data", "array": list(rows["delivered_gpu_h_spread"]), "color": "#444"},
+        hovertemplate="%{y}<extra></extra>",
+        showlegend=False,
+    )
+    fig.add_vline(x=0, line_color="black", line_width=1)
+    fig.update_xaxes(title_text="Edited − current GPU-hours (± spread)", tickformat=",")
+    fig.update_yaxes(title_text="Program", automargin=True)
+    return _layout(fig, "Change in delivered GPU-hours per program", height=_bar_height(len(rows), 1))
+
+
+def delivered_vs_owed_units(units: pd.DataFrame) -> go.Figure:
+    """Delivered within owed over owed per unit, current and edited budgets (%)."""
+    rows = units.iloc[::-1]
+    fig = go.Figure()
+    for i, (side, name) in enumerate((("now", "current budgets"), ("edited", "edited budgets"))):
+        owed = rows[f"owed_gpu_h_{side}"].where(rows[f"owed_gpu_h_{side}"] > 0)
+        ratio = 100.0 * rows[f"delivered_within_owed_gpu_h_{side}"] / owed
+        fig.add_bar(
+            y=list(rows["unit"]),
+            x=list(ratio),
+            name=name,
+            orientation="h",
+            marker_color=VARIANT_COLOURS[i],
+            hovertemplate="%{y}: %{x:.1f}% of owed<extra>" + name + "</extra>",
+        )
+    fig.add_vline(x=100, line_dash="dash", line_color="black")
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="Delivered within owed / owed (%; 100% = all owed)", ticksuffix="%", range=[0, 105])
+    fig.update_yaxes(title_text="Program", automargin=True)
+    fig = _layout(fig, "Share of owed GPU-hours delivered, per program", height=_bar_height(len(rows), 2))
+    # The legend under the plot: it never collides with the title, at any width.
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0, "xanchor": "left"},
+                      margin={"b": 90})
+    return fig
+
+
+def program_gantt(
+    bars: pd.DataFrame,
     title: str,
     boundaries: Sequence[float] = (),
-    drained: Sequence[str] = (),
     projects: Sequence[str] = (),
 ) -> go.Figure:
-    """A Gantt chart of one epoch: a row per node, a bar per job run on that node.
+    """One program's epoch as a Gantt chart: a row per job, coloured by its project.
 
-    ``slices`` has columns ``node``, ``start_h``, ``end_h`` (hours since the scenario's
-    start), ``job``, ``project``, ``gpus``, ``charged``, and ``lane``/``lanes`` (jobs
-    sharing a node sit in thin lanes of its row instead of hiding each other).
-    ``nodes`` lists the rows: every node of the pool, idle ones included, so free
-    capacity shows as gaps; ``drained`` nodes are labelled as such. ``boundaries`` are
-    the slice boundaries (hours), drawn as dotted lines. ``projects`` (all of the
-    scenario's, in order) fixes each project's colour, the same in every pool.
+    ``bars`` is :func:`app_streamlit.planview.job_bars`. Each row reads ``job · project``
+    and its bar says how many GPUs on how many nodes; the colour of each project is
+    unique and the same in every chart (:func:`project_colours`).
     """
+    colours = project_colours(list(projects) if projects else list(dict.fromkeys(bars["project"])))
+    order = bars.sort_values(["project", "start_h", "job"]) if len(bars) else bars
+    rows = list(dict.fromkeys(f"{j} · {p.rsplit('/', 1)[-1]}" for j, p in zip(order["job"], order["project"], strict=True)))
     fig = go.Figure()
-    colours = project_colours(list(projects) if projects else list(dict.fromkeys(slices["project"])))
-    labels = {n: (f"{n} (drained)" if n in set(drained) else n) for n in nodes}
-    rows_in_order = [labels[n] for n in nodes]
-    # An invisible point per node keeps idle nodes as (empty) rows of the chart.
-    start = min(boundaries) if boundaries else 0.0
-    fig.add_scatter(
-        x=[start] * len(nodes), y=rows_in_order, mode="markers", marker={"opacity": 0},
-        showlegend=False, hoverinfo="skip",
-    )
-    for project in dict.fromkeys(slices["project"]) if len(slices) else []:
-        rows = slices[slices["project"] == project]
+    for project in dict.fromkeys(order["project"]) if len(order) else []:
+        mine = order[order["project"] == project]
         fig.add_bar(
-            y=[labels.get(n, n) for n in rows["node"]],
-            x=rows["end_h"] - rows["start_h"],
-            base=rows["start_h"],
+            y=[f"{j} · {project.rsplit('/', 1)[-1]}" for j in mine["job"]],
+            x=mine["end_h"] - mine["start_h"],
+            base=mine["start_h"],
             orientation="h",
-            width=0.8 / rows["lanes"],
-            offset=-0.4 + 0.8 * rows["lane"] / rows["lanes"],
             name=project,
-            showlegend=True,
             marker_color=colours.get(project, "#888"),
             marker_line={"color": "white", "width": 1},
-            # The project's own name on each bar: 40 colours cannot all look different.
-            text=[f"{job} · {project.rsplit('/', 1)[-1]}" for job in rows["job"]],
+            text=[f"{g} GPUs on {n} node{'s' if n > 1 else ''}" for g, n in zip(mine["gpus"], mine["nodes"], strict=True)],
             textposition="inside",
             insidetextanchor="middle",
-            customdata=rows[["job", "gpus", "charged"]].to_numpy(),
+            customdata=mine[["pool", "charged"]].to_numpy(),
             hovertemplate=(
-                "<b>%{customdata[0]}</b> (" + project + ")<br>%{y}<br>"
-                "from hour %{base:.2f}, for %{x:.2f} h<br>%{customdata[1]} GPUs on this node<br>"
-                "charged to its budget: %{customdata[2]}<extra></extra>"
+                "<b>%{y}</b> (" + project + ")<br>from hour %{base:.2f} for %{x:.2f} h<br>%{text} of "
+                "%{customdata[0]}<br>charged to its budget: %{customdata[1]}<extra></extra>"
             ),
         )
     for x in boundaries:
         fig.add_vline(x=x, line_dash="dot", line_color="#888", line_width=1)
-    # Many projects: the legend goes to the right, one per line, clear of the title.
-    fig.update_layout(barmode="overlay", bargap=0.15)
+    fig.update_layout(barmode="overlay", bargap=0.25)
     fig.update_xaxes(
         title_text="Time since the scenario's start (hours)",
         range=[min(boundaries), max(boundaries)] if boundaries else None,
     )
     fig.update_yaxes(
-        title_text="Node",
-        categoryorder="array",
-        categoryarray=rows_in_order[::-1],
-        type="category",
-        range=[-0.5, len(rows_in_order) - 0.5],  # no padding rows above or below
+        title_text="Job · project", categoryorder="array", categoryarray=rows[::-1], type="category",
         automargin=True,
     )
-    fig = _layout(fig, title, height=max(320, 160 + ROW_PX * len(nodes)))
+    height = max(320, 200 + ROW_PX * len(rows))
+    fig = _layout(fig, title, height=height)
     fig.update_layout(
-        legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1.0, "yanchor": "top",
-                "title": {"text": "Project"}}
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -110 / height, "yanchor": "top",
+                "title": {"text": "Project"}},
+        margin={"l": 10, "r": 10, "t": 60, "b": 150},
     )
+    if not len(bars):
+        fig.add_annotation(
+            text="No job of this program is planned in this epoch", showarrow=False, x=0.5, y=0.5,
+            xref="paper", yref="paper", font={"size": 16},
+        )
     return fig

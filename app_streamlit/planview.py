@@ -12,14 +12,32 @@ HOUR = 3600.0
 
 # Plain words for each pending reason (the enum values are for programs, not people).
 REASON_WORDS: dict[PendingReason, str] = {
-    PendingReason.POOL_CAPACITY: "every pool it may use is full",
-    PendingReason.NO_GANG_HOLE: "enough GPUs are free, but not on enough whole nodes for its gang",
-    PendingReason.BUDGET_EXHAUSTED: "its project's budget is used up, so it may only run on idle GPUs",
-    PendingReason.FAIR_SHARE_RANK: "GPUs went to projects further below their fair share",
-    PendingReason.MAINTENANCE: "the only nodes it fits on are drained for maintenance",
-    PendingReason.CONTRACTS: "the GPUs are held by jobs still inside their minimum runtime",
-    PendingReason.PRIORITY: "higher-priority work of its own project went first",
+    PendingReason.POOL_CAPACITY: "the cluster is full: every GPU it may use is taken",
+    PendingReason.NO_GANG_HOLE: "enough GPUs are free in all, but not on enough whole nodes at once for its job",
+    PendingReason.BUDGET_EXHAUSTED: "its project has used its budget, so it waits for idle GPUs",
+    PendingReason.FAIR_SHARE_RANK: "other projects that got less than their share went first",
+    PendingReason.MAINTENANCE: "the only nodes it fits on are down for maintenance",
+    PendingReason.CONTRACTS: "the GPUs are busy with jobs that may not be stopped yet (minimum runtime)",
+    PendingReason.PRIORITY: "more urgent work of its own project went first",
 }
+SINGLE_NODE_GANG_WORDS = (
+    "the free GPUs are scattered: no single node has enough of them free for as long as it runs"
+)
+""":attr:`PendingReason.NO_GANG_HOLE` for a job that fits on one node: it needs no whole
+nodes, only one node with enough GPUs free for long enough."""
+
+
+def reason_words(reason: PendingReason, job_gpus: int | None, largest_node: int | None) -> str:
+    """The plain words for a waiting job's reason, given its size and the largest node
+    it may use (the gang reason reads differently for a job that fits on one node)."""
+    if (
+        reason == PendingReason.NO_GANG_HOLE
+        and job_gpus is not None
+        and largest_node is not None
+        and job_gpus <= largest_node
+    ):
+        return SINGLE_NODE_GANG_WORDS
+    return REASON_WORDS.get(reason, str(reason))
 
 
 def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> Plan:
@@ -33,22 +51,6 @@ def plan_epoch_at(scenario: Scenario, t: float, *, time_limit: float = 10.0) -> 
     from planner.snapshot import snapshot_at
 
     return plan_epoch(snapshot_at(scenario, t), time_limit=time_limit)
-
-
-def drained_during(scenario: Scenario, plan: Plan) -> set[str]:
-    """Nodes whose maintenance window overlaps the plan's epoch (``planner.snapshot``)."""
-    from planner.snapshot import node_states
-
-    return {
-        state.node.name
-        for state in node_states(scenario, plan.epoch_start, plan.epoch_end)
-        if state.drain_start is not None
-    }
-
-
-def pool_nodes(scenario: Scenario, pool: Pool) -> list[str]:
-    """Names of every node of ``pool``, in the cluster's order."""
-    return [n.name for n in scenario.nodes if n.pool == pool]
 
 
 def slices_frame(plan: Plan) -> pd.DataFrame:
@@ -82,53 +84,13 @@ def slices_frame(plan: Plan) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def merged_runs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Join a job's back-to-back slices on a node into one bar, and give bars stable lanes.
-
-    A job that keeps its nodes for the whole epoch then reads as one bar with its name,
-    rather than as one short bar per slice. Jobs sharing a node get lanes by interval
-    colouring (each bar takes the lowest lane free at its start), so a job keeps one lane
-    and ``lanes`` is the most jobs the node holds at once, not how many pass through it.
-    """
-    if not len(frame):
-        return frame
-    keys = ["pool", "node", "job", "project", "gpus", "charged"]
-    ordered = frame.sort_values([*keys, "start_h"])
-    runs: list[dict[str, Any]] = []
-    for record in ordered.to_dict("records"):
-        row = {str(k): v for k, v in record.items()}
-        last = runs[-1] if runs else None
-        if last is not None and all(last[k] == row[k] for k in keys) and abs(
-            float(last["end_h"]) - float(row["start_h"])
-        ) < 1e-9:
-            last["end_h"] = row["end_h"]
-        else:
-            runs.append(row)
-    by_node: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        by_node.setdefault(str(run["node"]), []).append(run)
-    for node_runs in by_node.values():
-        node_runs.sort(key=lambda r: (float(r["start_h"]), str(r["job"])))
-        lane_ends: list[float] = []
-        for run in node_runs:
-            free = [i for i, end in enumerate(lane_ends) if end <= float(run["start_h"]) + 1e-9]
-            lane = free[0] if free else len(lane_ends)
-            if lane == len(lane_ends):
-                lane_ends.append(0.0)
-            lane_ends[lane] = float(run["end_h"])
-            run["lane"] = lane
-        for run in node_runs:
-            run["lanes"] = len(lane_ends)
-    return pd.DataFrame(runs, columns=frame.columns)
-
-
 def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
     """Each job left out of the plan, with why, in plain words."""
     jobs = {j.id: j for j in scenario.jobs}
     rows = []
     for p in plan.pending:
         job = jobs.get(p.job)
-        words = REASON_WORDS.get(p.reason, str(p.reason))
+        words = reason_words(p.reason, job.gpus if job else None, largest_node(scenario, job))
         rows.append(
             {
                 "Job": p.job,
@@ -141,13 +103,28 @@ def pending_frame(plan: Plan, scenario: Scenario) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Job", "Project", "GPUs", "Waiting because", "Detail"])
 
 
-def reasons_frame(pending: pd.DataFrame) -> pd.DataFrame:
-    """How many jobs wait for each reason (most frequent first), with their GPUs."""
+def largest_node(scenario: Scenario, job: Any) -> int | None:
+    """The most GPUs on one node the job may use (its GPU types and clusters)."""
+    if job is None:
+        return None
+    sizes = [
+        n.gpus
+        for n in scenario.nodes
+        if (not job.gpu_types or n.pool.gpu_type in job.gpu_types)
+        and (not job.clusters or n.pool.cluster in job.clusters)
+    ]
+    return max(sizes, default=None)
+
+
+def reasons_by_program(pending: pd.DataFrame) -> pd.DataFrame:
+    """Waiting jobs counted by program and reason (most first), with the GPUs they ask."""
+    columns = ["Program", "Waiting because", "Jobs", "GPUs asked"]
     if not len(pending):
-        return pd.DataFrame(columns=["Waiting because", "Jobs", "GPUs asked"])
-    grouped = pending.groupby("Waiting because").agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
-    grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).sort_values("Jobs", ascending=False)
-    return grouped.reset_index()
+        return pd.DataFrame(columns=columns)
+    frame = pending.assign(Program=[str(p).split("/", 1)[0] for p in pending["Project"]])
+    grouped = frame.groupby(["Program", "Waiting because"]).agg(Jobs=("Job", "count"), GPUs=("GPUs", "sum"))
+    grouped = grouped.rename(columns={"GPUs": "GPUs asked"}).reset_index()
+    return grouped.sort_values(["Program", "Jobs"], ascending=[True, False])[columns].reset_index(drop=True)
 
 
 def drained_frame(plan: Plan) -> pd.DataFrame:
@@ -174,11 +151,57 @@ def projects_frame(plan: Plan) -> pd.DataFrame:
 
 
 def solver_line(plan: Plan) -> str:
-    """One sentence on how the plan was solved."""
+    """One sentence on how the plan was found, for a non-expert.
+
+    The gap says how far from the best possible plan this one may be, at most (the
+    solver's proven bound); "trivial" means there was nothing to decide.
+    """
     s = plan.solver
-    line = f"Solved with {s.backend} in {s.seconds:.1f} s: {s.status.value}"
-    if s.gap is not None:
-        line += f", gap {s.gap:.1%} to the proven bound"
+    status = s.status.value
     if s.fallback:
-        line += ". The solver gave no usable answer in time, so this is the greedy fallback plan"
-    return line + "."
+        return (
+            f"Planned in {s.seconds:.1f} s with the simple rule-based fallback: the optimizer "
+            f"({s.backend}) found no usable plan in time."
+        )
+    if status == "trivial":
+        return (
+            f"Nothing to decide at this moment (every waiting job fits, or none waits): planned "
+            f"in {s.seconds:.1f} s. Try a busier hour."
+        )
+    if status == "optimal" or (s.gap is not None and s.gap < 1e-6):
+        quality = "the best plan possible by the planner's rules"
+    elif s.gap is not None:
+        quality = f"a plan at most {s.gap:.1%} short of the best possible (the optimizer stopped at its time limit)"
+    else:
+        quality = "a good plan; the optimizer stopped at its time limit without a bound"
+    return f"Planned in {s.seconds:.1f} s by the optimizer ({s.backend}): {quality}."
+
+
+def job_bars(frame: pd.DataFrame) -> pd.DataFrame:
+    """One bar per job and stretch of back-to-back slices: its GPUs and nodes.
+
+    ``frame`` is :func:`slices_frame` (one row per slice, job and node). A program's
+    Gantt then has a row per job, which a director can read, rather than a row per node.
+    """
+    columns = ["job", "project", "start_h", "end_h", "gpus", "nodes", "pool", "charged"]
+    if not len(frame):
+        return pd.DataFrame(columns=columns)
+    per_slice = (
+        frame.groupby(["job", "project", "start_h", "end_h", "pool", "charged"], as_index=False)
+        .agg(gpus=("gpus", "sum"), nodes=("node", "nunique"))
+        .sort_values(["job", "start_h"])
+    )
+    bars: list[dict[str, Any]] = []
+    for record in per_slice.to_dict("records"):
+        row = {str(k): v for k, v in record.items()}
+        last = bars[-1] if bars else None
+        if (
+            last is not None
+            and last["job"] == row["job"]
+            and (last["gpus"], last["nodes"]) == (row["gpus"], row["nodes"])
+            and abs(float(last["end_h"]) - float(row["start_h"])) < 1e-9
+        ):
+            last["end_h"] = row["end_h"]
+        else:
+            bars.append(row)
+    return pd.DataFrame(bars, columns=columns)

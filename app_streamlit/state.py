@@ -24,13 +24,6 @@ HOUR = 3600.0
 DAY = 86400.0
 
 # Column names double as the labels a lab director reads; keep them plain, with units.
-COL_UNIT = "Org unit"
-COL_KIND = "Kind"
-COL_SHARE = "Share (weight among siblings)"
-COL_EFFECTIVE = "Effective share of the cluster (%)"
-COL_GPUS = "H100-eq GPUs at that share"
-
-
 @dataclass(frozen=True)
 class LoadedScenario:
     """A scenario together with the text it came from.
@@ -95,12 +88,17 @@ def workload_days(scenario: Scenario) -> float:
 
 
 def default_days(scenario: Scenario) -> float:
-    """The simulated period the app proposes: the whole workload, at most one day.
+    """The simulated period the app proposes: whole days up to and including the hour
+    where the submitted work most exceeds the cluster (:func:`busiest_hour`), at least
+    one day, at most a week and the workload's span.
 
-    Under ``mip`` one simulated day of the week-long ai2-like scenario takes a few
-    minutes per run on a 2-core machine; the user may lengthen it.
+    So the default lands on a contended period (a quiet one changes nothing whatever
+    the budgets), and stays short where the contention comes early: under ``mip`` a
+    simulated day of ai2-like takes minutes per run on a 2-core machine.
     """
-    return round(min(workload_days(scenario), 1.0), 2)
+    peak = busiest_hour(demand_profile(scenario))
+    days = max(1.0, math.ceil((peak + 1) / 24))
+    return float(round(min(workload_days(scenario), days, 7.0), 2))
 
 
 # -- cluster ------------------------------------------------------------------------------
@@ -151,48 +149,6 @@ def maintenance_table(scenario: Scenario) -> pd.DataFrame:
 # -- org tree and shares --------------------------------------------------------------------
 
 
-def share_table(scenario: Scenario) -> pd.DataFrame:
-    """The org tree as rows (parents before children) with shares and effective shares."""
-    eff = effective_shares(scenario.org)
-    capacity = scenario.capacity_h100()
-    rows = []
-    for path, unit in walk(scenario.org):
-        rows.append(
-            {
-                COL_UNIT: path,
-                COL_KIND: "project" if unit.is_project else f"group of {len(unit.children)}",
-                COL_SHARE: float(unit.share),
-                COL_EFFECTIVE: round(100.0 * eff[path], 2),
-                COL_GPUS: round(eff[path] * capacity, 1),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def shares_from_table(scenario: Scenario, table: pd.DataFrame) -> dict[str, float]:
-    """The shares the edited table changes, by org-unit path.
-
-    Raises
-    ------
-    ScenarioError
-        If a share is missing, not a number, or not above zero (the message names the unit).
-    """
-    current = {path: unit.share for path, unit in walk(scenario.org)}
-    changed: dict[str, float] = {}
-    for path, value in zip(table[COL_UNIT], table[COL_SHARE], strict=True):
-        if path not in current:
-            raise ScenarioError(None, f"unknown org unit {path!r} in the share table")
-        try:
-            share = float(value)
-        except (TypeError, ValueError):
-            raise ScenarioError(None, f"share of {path!r} must be a number, got {value!r}") from None
-        if math.isnan(share) or share <= 0:
-            raise ScenarioError(None, f"share of {path!r} must be greater than 0, got {value!r}")
-        if share != current[path]:
-            changed[str(path)] = share
-    return changed
-
-
 def shares_key(shares: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     """A hashable, order-independent form of share edits (for cache keys)."""
     return tuple(sorted(shares.items()))
@@ -208,46 +164,6 @@ def with_edited_shares(scenario: Scenario, shares: Mapping[str, float]) -> Scena
     if not shares:
         return scenario
     return scenario.model_copy(update={"org": with_shares(scenario.org, dict(shares))})
-
-
-def owed_gpu_hours(scenario: Scenario, days: float) -> dict[str, float]:
-    """Each project's owed H100-eq GPU-hours over the first ``days``, hour by hour.
-
-    Hour ``h`` contributes the hierarchical water-filling of capacity over the demand at
-    the start of that hour (``planner.fairshare.owed_at``): a project is owed its share,
-    capped by its own demand, plus what idle siblings leave over.
-    """
-    from planner.fairshare import owed_at
-
-    hours = max(1, math.ceil(days * 24 - 1e-9))
-    total = dict.fromkeys(scenario.projects, 0.0)
-    for h in range(hours):
-        for project, owed in owed_at(scenario, h * HOUR).items():
-            total[project] = total.get(project, 0.0) + owed
-    return total
-
-
-def owed_comparison(current: Scenario, edited: Scenario, days: float) -> pd.DataFrame:
-    """Per project: shares and owed GPU-hours under the current and the edited budgets."""
-    eff_now = effective_shares(current.org)
-    eff_new = effective_shares(edited.org)
-    owed_now = owed_gpu_hours(current, days)
-    owed_new = owed_gpu_hours(edited, days) if edited is not current else owed_now
-    rows = []
-    for project in current.projects:
-        before, after = owed_now.get(project, 0.0), owed_new.get(project, 0.0)
-        rows.append(
-            {
-                "Project": project,
-                "Share now (%)": round(100 * eff_now[project], 2),
-                "Share edited (%)": round(100 * eff_new[project], 2),
-                "Owed now (GPU-h)": round(before, 1),
-                "Owed edited (GPU-h)": round(after, 1),
-                "Change (GPU-h)": round(after - before, 1),
-                "Change (%)": round(100 * (after - before) / before, 1) if before > 0 else None,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 # -- download -----------------------------------------------------------------------------
@@ -284,3 +200,222 @@ def _set_shares(units: list[dict[str, Any]], prefix: str, remaining: dict[str, f
         if path in remaining:
             unit["share"] = remaining.pop(path)
         _set_shares(unit.get("children") or [], path + "/", remaining)
+
+
+# -- editing in percentages of the parent -------------------------------------------------
+
+ROOT = ""
+"""The group of the programs (children of the whole cluster)."""
+
+
+def sibling_groups(scenario: Scenario) -> dict[str, list[str]]:
+    """Each group of siblings a director can split: parent path -> its children's paths.
+
+    ``ROOT`` (``""``) holds the programs; every unit with children holds its own.
+    """
+    groups: dict[str, list[str]] = {ROOT: [u.name for u in scenario.org]}
+    for path, unit in walk(scenario.org):
+        if unit.children:
+            groups[path] = [f"{path}/{c.name}" for c in unit.children]
+    return groups
+
+
+def group_label(group: str) -> str:
+    """``"programs (split of the whole cluster)"`` or ``"teams of language"``..."""
+    if group == ROOT:
+        return "programs: split of the whole cluster"
+    depth = group.count("/")
+    kind = "teams" if depth == 0 else "projects"
+    return f"{kind} of {group}: split of {group}"
+
+
+def parse_percent(text: Any, *, siblings: int) -> float:
+    """A percentage as a director types it: ``22``, ``22.5``, ``22 %`` or ``22%``.
+
+    Raises
+    ------
+    ValueError
+        With the sentence the page shows: not a number, not above 0, or (when the unit
+        has siblings) not below 100 (its siblings would get nothing).
+    """
+    raw = str(text).strip()
+    number = raw[:-1].strip() if raw.endswith("%") else raw
+    try:
+        value = float(number.replace(",", "."))
+    except ValueError:
+        raise ValueError(f"{raw!r} is not a percentage: type a number such as 22 or 22.5") from None
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{raw!r}: a share must be above 0 %")
+    if siblings > 1 and value >= 100:
+        raise ValueError(f"{raw!r}: must be below 100 %, or its siblings would get nothing")
+    if value > 100:
+        raise ValueError(f"{raw!r}: a share cannot be above 100 %")
+    return value
+
+
+def parent_percents(scenario: Scenario, shares: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Every unit's share of its parent in percent (the edited shares applied)."""
+    edited = with_edited_shares(scenario, dict(shares or {}))
+    out: dict[str, float] = {}
+    for children in sibling_groups(edited).values():
+        weights = {p: _unit(edited, p).share for p in children}
+        total = sum(weights.values())
+        out.update({p: 100.0 * w / total for p, w in weights.items()})
+    return out
+
+
+def _unit(scenario: Scenario, path: str) -> Any:
+    for p, unit in walk(scenario.org):
+        if p == path:
+            return unit
+    raise KeyError(path)
+
+
+@dataclass(frozen=True)
+class GroupEdit:
+    """The weights one sibling group gets from the percentages typed into it.
+
+    ``shares``: new weight per child (all children of the group). ``rescaled``: the
+    children whose percentage follows from the others (so the group sums to 100 %).
+    ``note``: a sentence for the page when the typed percentages were rescaled.
+    """
+
+    shares: dict[str, float]
+    rescaled: tuple[str, ...]
+    note: str | None = None
+
+
+def edit_group(scenario: Scenario, children: list[str], typed: Mapping[str, float]) -> GroupEdit:
+    """Give each child in ``typed`` its percentage of the parent; rescale the others.
+
+    The children not typed keep their proportions among themselves and share what is
+    left (100 % minus the typed ones), so the group always sums to 100 %. The group's
+    total weight is kept, so weights stay of the size the scenario file uses. When every
+    child is typed and they do not sum to 100 %, all are scaled to sum to 100 % and the
+    note says so.
+
+    Raises
+    ------
+    ValueError
+        When the typed percentages leave nothing (100 % or more) for untyped siblings.
+    """
+    weights = {p: float(_unit(scenario, p).share) for p in children}
+    total = sum(weights.values())
+    pinned = {p: float(v) for p, v in typed.items() if p in weights}
+    free = [p for p in children if p not in pinned]
+    used = sum(pinned.values())
+    note = None
+    if free:
+        if used >= 100.0 - 1e-9:
+            raise ValueError(
+                f"the percentages typed here add up to {used:g} %, which leaves nothing for "
+                + ", ".join(p.rsplit("/", 1)[-1] for p in free)
+            )
+        rest = sum(weights[p] for p in free)
+        fractions = {p: v / 100.0 for p, v in pinned.items()}
+        fractions.update({p: (1.0 - used / 100.0) * weights[p] / rest for p in free})
+    else:
+        fractions = {p: v / used for p, v in pinned.items()}
+        if abs(used - 100.0) > 1e-6:
+            note = f"the percentages typed here add up to {used:g} %, so each was scaled to make 100 %"
+    shares = {p: round(fractions[p] * total, 6) for p in children}
+    return GroupEdit(shares=shares, rescaled=tuple(free), note=note)
+
+
+def shares_from_percents(
+    scenario: Scenario, typed: Mapping[str, Mapping[str, float]]
+) -> tuple[dict[str, float], dict[str, str]]:
+    """The share edits of every group's typed percentages, and per group any problem.
+
+    ``typed``: group -> {child path: percentage}. A group whose percentages cannot be
+    used is left as it is and its sentence returned in the second mapping.
+    """
+    groups = sibling_groups(scenario)
+    current = {path: float(unit.share) for path, unit in walk(scenario.org)}
+    shares: dict[str, float] = {}
+    problems: dict[str, str] = {}
+    for group, values in typed.items():
+        if group not in groups or not values:
+            continue
+        try:
+            edit = edit_group(scenario, groups[group], values)
+        except ValueError as exc:
+            problems[group] = str(exc)
+            continue
+        for path, weight in edit.shares.items():
+            if abs(weight - current[path]) > 1e-9 * max(1.0, current[path]):
+                shares[path] = weight
+    return shares, problems
+
+
+def program_of(path: str) -> str:
+    """The program (top-level unit) a unit path belongs to."""
+    return path.split("/", 1)[0]
+
+
+def allocation_table(current: Scenario, edited: Scenario, days: float) -> pd.DataFrame:
+    """Per org unit: share of the parent and of the cluster, now and edited, and the
+    H100-eq GPU-hours that share of the cluster is over the period (the *allocation*,
+    before demand caps it into what is *owed*)."""
+    pct_now = parent_percents(current)
+    pct_new = parent_percents(edited)
+    eff_now = effective_shares(current.org)
+    eff_new = effective_shares(edited.org)
+    hours = current.capacity_h100() * days * 24
+    rows = []
+    for path, unit in walk(current.org):
+        rows.append(
+            {
+                "unit": path,
+                "level": path.count("/"),
+                "kind": "project" if unit.is_project else ("program" if "/" not in path else "team"),
+                "pct_parent_now": pct_now[path],
+                "pct_parent_edited": pct_new[path],
+                "pct_cluster_now": 100 * eff_now[path],
+                "pct_cluster_edited": 100 * eff_new[path],
+                "allocation_now_gpu_h": eff_now[path] * hours,
+                "allocation_edited_gpu_h": eff_new[path] * hours,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# -- where the workload is contended --------------------------------------------------------
+
+
+def demand_profile(scenario: Scenario) -> pd.DataFrame:
+    """Hour by hour, the H100-eq GPUs the submitted work asks for against the capacity.
+
+    Demand counts each job from its submission until it would end if it started at once
+    (no queue): a lower bound of the contention a scheduler meets, and cheap.
+    """
+    capacity = scenario.capacity_h100()
+    hours = max(1, math.ceil(workload_days(scenario) * 24))
+    demand = [0.0] * (hours + 1)
+    from planner.fairshare import job_rate
+
+    for job in scenario.jobs:
+        rate = job_rate(scenario.gpu_types, job)
+        start = int(job.submit // HOUR)
+        end = min(hours, math.ceil((job.submit + (job.duration or 0.0)) / HOUR))
+        for h in range(start, max(start + 1, end)):
+            if h <= hours:
+                demand[h] += job.gpus * rate
+    return pd.DataFrame(
+        {"hour": range(hours + 1), "demand": demand, "capacity": [capacity] * (hours + 1)}
+    )
+
+
+def contended_hours(profile: pd.DataFrame, start_h: float, days: float) -> tuple[int, int]:
+    """Hours of ``[start_h, start_h + days)`` whose demand exceeds capacity, and how many."""
+    window = profile[(profile["hour"] >= start_h) & (profile["hour"] < start_h + days * 24)]
+    return int((window["demand"] > window["capacity"]).sum()), len(window)
+
+
+def busiest_hour(profile: pd.DataFrame, epoch_h: float = 1.0) -> float:
+    """The epoch-aligned hour of most demand over capacity (the plan view's default)."""
+    if not len(profile):
+        return 0.0
+    ratio = profile["demand"] / profile["capacity"].where(profile["capacity"] > 0)
+    hour = float(profile["hour"].to_numpy()[int(ratio.fillna(0).to_numpy().argmax())])
+    return math.floor(hour / epoch_h) * epoch_h

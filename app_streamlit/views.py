@@ -1,5 +1,5 @@
 """The app's pages: Streamlit layout over the plain functions of ``state``, ``whatif``,
-``planview`` and ``charts``.
+``planview``, ``progress`` and ``charts``.
 
 Every failure a user can cause (a bad file, a bad share, a solver or simulator error) is
 shown as a sentence on the page, never as a traceback.
@@ -7,9 +7,13 @@ shown as a sentence on the page, never as a traceback.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import json
 import math
-import time
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -17,12 +21,20 @@ import streamlit as st
 
 from app_streamlit import charts, planview, state
 from app_streamlit.state import LoadedScenario
-from models import Plan, Pool, Scenario, walk
+from models import Plan, Scenario, walk
 from scenarios.errors import ScenarioError
 from scenarios.load import bundled_scenarios
 
 UPLOAD = "Upload a scenario file"
 ROW_PX = 35  # Streamlit's table row height
+WORKERS_ENV = "GPUPLAN_APP_WORKERS"
+"""Worker processes of the app's local Dask cluster (default: the CPU count; 0: run the
+replicates one by one in the app's own process)."""
+SCHEDULER_ENV = "GPUPLAN_DASK_SCHEDULER"
+"""Address of an existing Dask scheduler (``tcp://host:8786``) to run the replicates on."""
+TYPED = "typed_percents"
+"""Session key: {scenario key: {group: {child path: typed text}}}."""
+DEPTHS = {"programs": 0, "programs and teams": 1, "programs, teams and projects": 2}
 
 
 def _full_height(table: pd.DataFrame, most: int = 60) -> int:
@@ -55,23 +67,42 @@ def _load_uploaded(filename: str, digest: str, _data: bytes) -> LoadedScenario:
     return state.load_uploaded(filename, _data)
 
 
-@st.cache_data(show_spinner="Computing owed GPU-hours...", max_entries=64)
-def _owed_table(
-    key: str, shares: tuple[tuple[str, float], ...], days: float, _loaded: LoadedScenario
-) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=8)
+def _profile(key: str, _scenario: Scenario) -> pd.DataFrame:
     del key
-    edited = state.with_edited_shares(_loaded.scenario, dict(shares))
-    return state.owed_comparison(_loaded.scenario, edited, days)
+    return state.demand_profile(_scenario)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _simulate(
-    key: str, shares: tuple[tuple[str, float], ...], policy: str, days: float, _scenario: Scenario
-) -> Any:
-    from app_streamlit import whatif
+@st.cache_resource(show_spinner=False)
+def _results() -> dict[tuple[Any, ...], Any]:
+    """Finished runs of every session, by (scenario, budgets, scheduler, period, replicate)."""
+    return {}
 
-    del key, shares
-    return whatif.run(_scenario, policy, days)
+
+@st.cache_resource(show_spinner=False)
+def _seconds_per_hour() -> dict[tuple[str, str], float]:
+    """Wall seconds per simulated hour of one run, by (scenario, scheduler): estimates."""
+    return {}
+
+
+@st.cache_resource(show_spinner="Starting the local Dask cluster...")
+def _dask(scheduler: str | None, workers: int) -> Any:
+    """The client the replicates run on: an existing cluster, a local one, or none."""
+    dd: Any = importlib.import_module("distributed")  # untyped: go through Any
+    if scheduler:
+        return dd.Client(scheduler, timeout="10s")
+    if workers <= 0:
+        return None
+    from scenarios.sweep import start_local_cluster
+
+    return dd.Client(start_local_cluster(workers))
+
+
+def _workers() -> int:
+    try:
+        return int(os.environ.get(WORKERS_ENV, os.cpu_count() or 1))
+    except ValueError:
+        return os.cpu_count() or 1
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -125,6 +156,17 @@ def sidebar() -> tuple[LoadedScenario, float] | None:
         help=f"How much of the workload to simulate, from its start. The whole workload spans "
         f"{span:.1f} days; a shorter period gives answers sooner.",
     )
+    profile = _profile(loaded.key, s)
+    busy, hours = state.contended_hours(profile, 0.0, float(days))
+    if hours and busy / hours < 0.1:
+        peak = state.busiest_hour(profile)
+        bar.warning(
+            f"This period is quiet: demand exceeds the cluster in {busy} of its {hours} hours, "
+            "so budgets change little. The busiest hour is hour "
+            f"{peak:g}: simulate at least {math.ceil((peak + 24) / 24)} days to include it."
+        )
+    else:
+        bar.caption(f"Demand exceeds the cluster in {busy} of the period's {hours} hours.")
     bar.caption(
         "GPU-hours are H100-equivalents: an hour of a GPU counts its type's exchange rate "
         + ", ".join(f"({t} = {g.rate:g})" for t, g in s.gpu_types.items())
@@ -133,89 +175,600 @@ def sidebar() -> tuple[LoadedScenario, float] | None:
     return loaded, float(days)
 
 
-# -- page 1: cluster and budgets --------------------------------------------------------------
+# -- editing shares in percentages ------------------------------------------------------------
 
 
-def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
-    """Cluster, org tree, the share editor and the owed GPU-hours; returns the share edits."""
+def _typed(loaded: LoadedScenario) -> dict[str, dict[str, str]]:
+    store: dict[str, dict[str, dict[str, str]]] = st.session_state.setdefault(TYPED, {})
+    return store.setdefault(loaded.key, {})
+
+
+def _parsed(loaded: LoadedScenario) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Every group's typed percentages that parse, and per unit path the message of any
+    that do not."""
+    groups = state.sibling_groups(loaded.scenario)
+    good: dict[str, dict[str, float]] = {}
+    bad: dict[str, str] = {}
+    for group, typed in _typed(loaded).items():
+        siblings = len(groups.get(group, []))
+        for path, text in typed.items():
+            try:
+                good.setdefault(group, {})[path] = state.parse_percent(text, siblings=siblings)
+            except ValueError as exc:
+                bad[path] = str(exc)
+    return good, bad
+
+
+def current_edits(loaded: LoadedScenario) -> tuple[dict[str, float], dict[str, str], dict[str, str]]:
+    """The share edits of the typed percentages, the unit messages and the group messages."""
+    good, bad = _parsed(loaded)
+    shares, problems = state.shares_from_percents(loaded.scenario, good)
+    return shares, bad, problems
+
+
+def _on_type(loaded_key: str, group: str, path: str, widget: str) -> None:
+    store = st.session_state.setdefault(TYPED, {}).setdefault(loaded_key, {})
+    text = str(st.session_state.get(widget, "")).strip()
+    if text:
+        store.setdefault(group, {})[path] = text
+    else:
+        store.get(group, {}).pop(path, None)
+
+
+def share_editor(loaded: LoadedScenario) -> dict[str, float]:
+    """Percentages of the parent, one sibling group at a time; returns the share edits."""
     s = loaded.scenario
-    st.header(f"Scenario {s.name}: cluster and budgets")
-    cols = st.columns(5)
-    cols[0].metric("GPUs", f"{sum(n.gpus for n in s.nodes):,}")
-    cols[1].metric("Capacity (H100-eq GPUs)", f"{s.capacity_h100():,.0f}")
-    cols[2].metric("Projects", f"{len(s.projects):,}")
-    cols[3].metric("Jobs in the workload", f"{len(s.jobs):,}")
-    cols[4].metric("Workload span (days)", f"{state.workload_days(s):.1f}")
-
-    st.subheader("Cluster")
-    st.dataframe(state.pools_table(s), hide_index=True, key="pools_table")
-    maintenance = state.maintenance_table(s)
-    if len(maintenance):
-        st.markdown("**Planned maintenance** (drained nodes take no new work)")
-        st.dataframe(maintenance, hide_index=True, key="maintenance_table")
-
-    st.subheader("Org tree and budgets")
+    groups = state.sibling_groups(s)
+    st.subheader("1. Change the shares")
     st.markdown(
-        "Each unit's **share** is a weight among its siblings: a program with share 3 next "
-        "to one with share 1 gets 75% of the cluster. A unit's **effective share** is its "
-        "fraction of the whole cluster. Edit any share in the table; everything below "
-        "updates at once."
+        "Type a unit's new **percentage of its parent** (a program's percentage of the "
+        "whole cluster, a team's of its program...). The units you leave blank in the "
+        "same group keep their proportions and are **rescaled so the group makes 100 %**."
+    )
+    group = st.selectbox(
+        "Split to edit",
+        list(groups),
+        format_func=state.group_label,
+        key=f"group::{loaded.key}",
+    )
+    before = state.parent_percents(s)
+    shares, bad, problems = current_edits(loaded)
+    after = state.parent_percents(s, shares)
+    from models import effective_shares
+
+    eff = effective_shares(state.with_edited_shares(s, shares).org)
+    typed = _typed(loaded).get(group, {})
+    head = st.columns([3, 2, 4])
+    head[0].markdown("**Unit** (share now)")
+    head[1].markdown("**New % of parent**")
+    head[2].markdown("**Result**")
+    for path in groups[group]:
+        name = path.rsplit("/", 1)[-1]
+        widget = f"pct::{loaded.key}::{path}"
+        if widget not in st.session_state:
+            st.session_state[widget] = typed.get(path, "")
+        row = st.columns([3, 2, 4], vertical_alignment="center")
+        row[0].markdown(f"**{name}** ({before[path]:.1f} %)")
+        row[1].text_input(
+            f"New percentage for {path}",
+            key=widget,
+            placeholder=f"{before[path]:.1f}",
+            label_visibility="collapsed",
+            on_change=_on_type,
+            args=(loaded.key, group, path, widget),
+            help="A number, e.g. 22 or 22.5 (a % sign is fine). Leave blank to rescale.",
+        )
+        with row[2]:
+            if path in bad:
+                st.error(f"{name}: {bad[path]}", icon="⚠️")
+            elif group in problems:
+                st.error(problems[group], icon="⚠️")
+            else:
+                change = after[path] - before[path]
+                verb = "typed" if path in typed else ("rescaled" if abs(change) > 0.005 else "unchanged")
+                st.markdown(
+                    f"{after[path]:.1f} % of parent ({change:+.1f} points, {verb}) · "
+                    f"{100 * eff[path]:.2f} % of the cluster"
+                )
+    if typed and group not in problems and not any(p in bad for p in groups[group]):
+        rescaled = [p.rsplit("/", 1)[-1] for p in groups[group] if p not in typed]
+        message = "Applied: " + ", ".join(
+            f"{p.rsplit('/', 1)[-1]} {before[p]:.1f} % → {after[p]:.1f} %" for p in groups[group] if p in typed
+        )
+        if rescaled:
+            message += f". Rescaled to keep 100 %: {', '.join(rescaled)}."
+        st.success(message)
+    other = [g for g in _typed(loaded) if g != group and _typed(loaded)[g]]
+    if other:
+        st.caption("Also edited: " + "; ".join(state.group_label(g) for g in other))
+    if st.button("Reset every share", key="reset_shares", disabled=not _typed(loaded)):
+        st.session_state[TYPED][loaded.key] = {}
+        for path in [p for children in groups.values() for p in children]:
+            st.session_state.pop(f"pct::{loaded.key}::{path}", None)
+        st.rerun()
+    return shares
+
+
+# -- page 1: the what-if, program first --------------------------------------------------------
+
+LAYOUT_CSS = """
+<style>
+/* Below about 1000 px the comparison column comes first and everything stacks. */
+@media (max-width: 1000px) {
+  .st-key-whatif_top [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .st-key-results) {
+    flex-direction: column-reverse;
+  }
+  .st-key-whatif_top [data-testid="stColumn"]:has(.st-key-results),
+  .st-key-whatif_top [data-testid="stColumn"]:has(.st-key-editor) {
+    width: 100% !important; flex: 1 1 100% !important; min-width: 100% !important;
+  }
+}
+[data-testid="stMetricValue"] { font-size: 1.8rem; }
+</style>
+"""
+
+
+def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
+    """Edit shares beside the programs' answer, then drill down; returns the share edits."""
+    s = loaded.scenario
+    st.html(LAYOUT_CSS)
+    st.header(f"Scenario {s.name}: what if the budgets change?")
+    st.markdown(
+        f"**{sum(n.gpus for n in s.nodes):,} GPUs** ({s.capacity_h100():,.0f} H100-eq) · "
+        f"**{len(s.org)} programs**, {len(s.projects)} projects · {len(s.jobs):,} jobs over "
+        f"{state.workload_days(s):.1f} days · simulating the first **{days:g} days**"
     )
     if s.budget_revisions:
         st.info(
             f"This scenario revises budgets {len(s.budget_revisions)} time(s) later on; "
             "your edits change the starting shares, and those revisions still apply."
         )
-    table = state.share_table(s)
-    edited_table = st.data_editor(
-        table,
-        key=f"shares::{loaded.key}",
+    with st.container(key="whatif_top"):
+        left, right = st.columns([5, 7], gap="medium")
+    below = st.container()
+    with left, st.container(key="editor"):
+        edits = share_editor(loaded)
+        request = _controls(loaded, days, edits)
+    with right, st.container(key="results"):
+        if request is None:
+            _programs_before_after(s, edits, days)
+            return edits
+        if _run_or_show(loaded, request, below) is None:
+            _programs_before_after(s, edits, days)
+    return edits
+
+
+def _programs_before_after(s: Scenario, edits: dict[str, float], days: float) -> None:
+    """Before any result: each program's share of the cluster now and edited."""
+    st.subheader("Programs: share of the cluster")
+    alloc = state.allocation_table(s, state.with_edited_shares(s, edits), days)
+    programs = alloc[alloc["level"] == 0]
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "Program": programs["unit"],
+                "Share of the cluster now (%)": programs["pct_cluster_now"].round(1),
+                "Share edited (%)": programs["pct_cluster_edited"].round(1),
+                "Change (points)": (programs["pct_cluster_edited"] - programs["pct_cluster_now"]).round(1),
+                "Allocation, edited (GPU-h)": programs["allocation_edited_gpu_h"].round(0),
+            }
+        ),
         hide_index=True,
-        height=_full_height(table, most=200),  # every unit visible, no inner scrolling
-        disabled=[c for c in table.columns if c != state.COL_SHARE],
+        key="programs_table",
         column_config={
-            state.COL_UNIT: st.column_config.TextColumn(state.COL_UNIT, width="medium"),
-            state.COL_SHARE: st.column_config.NumberColumn(
-                "Share (edit me)", min_value=0.001, format="%.3g", required=True,
-                help="Weight among the unit's siblings; must be above 0.",
-            ),
-            state.COL_EFFECTIVE: st.column_config.NumberColumn(
-                "Effective share now (%)", format="%.2f%%"
-            ),
-            state.COL_GPUS: st.column_config.NumberColumn("H100-eq GPUs now", format="%.1f"),
+            "Allocation, edited (GPU-h)": st.column_config.NumberColumn(
+                format="localized",
+                help="The share of the whole cluster over the period, before demand caps it: "
+                "what the unit would get if its work could use all of it. Owed (after the "
+                "what-if) caps it hour by hour by the unit's demand.",
+            )
         },
     )
-    try:
-        edits = state.shares_from_table(s, edited_table)
-    except ScenarioError as exc:
-        st.error(f"That share cannot be used: {exc}. The other edits still apply without it.")
-        edits = _valid_edits(s, edited_table)
-    edited = state.with_edited_shares(s, edits)
-    if edits:
-        current = {p: u.share for p, u in walk(s.org)}
-        st.success(
-            "Edited: " + "; ".join(f"{p} share {current[p]:g} → {v:g}" for p, v in sorted(edits.items()))
-        )
+    st.caption("Run the what-if to see each program's owed and delivered GPU-hours and waits.")
 
-    st.subheader(f"Owed GPU-hours (H100-eq) per project over the first {days:g} days")
-    st.markdown(
-        "A project is **owed** its effective share of the cluster, capped by its own demand, "
-        "plus what idle projects leave over (hour by hour). These figures come from the "
-        "budgets and the workload alone; the what-if tab shows what a scheduler delivers."
+
+def _controls(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> Any:
+    """Scheduler, replicates and the Run button; the request (``None``: no simulator)."""
+    from app_streamlit import whatif
+
+    st.subheader("2. Simulate current against edited budgets")
+    if not _available("planner.simulator"):
+        st.warning("What-if runs need the simulator (planner.simulator), which is not installed.")
+        return None
+    policies = whatif.available_policies()
+    if not policies:
+        st.warning("No scheduler policy of the simulator is installed.")
+        return None
+    policy = st.selectbox(
+        "Scheduler",
+        policies,
+        format_func=lambda p: whatif.POLICY_WORDS[p],
+        key="policy",
+        help="The scheduler both budget sets are simulated under. Under mip, a fairshare "
+        "preview comes first and the mip answer replaces it when ready.",
     )
-    if not _available("planner.fairshare"):
-        st.warning("Owed GPU-hours need the fair-share module (planner.fairshare), which is not installed.")
-    else:
-        try:
-            owed = _owed_table(loaded.key, state.shares_key(edits), days, loaded)
-        except Exception as exc:  # shown as a sentence: the page never shows a traceback
-            st.error(f"Owed GPU-hours could not be computed: {type(exc).__name__}: {exc}")
-        else:
-            st.dataframe(owed, hide_index=True, key="owed_table", height=_full_height(owed))
-            left, right = st.columns([3, 2])
-            left.plotly_chart(charts.owed_bars(owed), key="owed_bars")
-            right.plotly_chart(charts.org_sunburst(edited), key="org_sunburst")
+    replicates = st.number_input(
+        "Replicates per side",
+        min_value=1,
+        max_value=8,
+        value=whatif.DEFAULT_REPLICATES,
+        step=1,
+        key="replicates",
+        help="Each side runs this many times with arrival times moved by up to 30 min "
+        "(one seed per replicate), so a change can be told from the noise.",
+    )
+    if not edits:
+        st.info("You have not changed any share yet, so both sides will be the same.")
+    request = whatif.Request(
+        key=loaded.key, shares=state.shares_key(edits), policy=policy,
+        days=days, replicates=int(replicates),
+    )
+    if st.button("Run what-if", type="primary", key="run_whatif"):
+        st.session_state["whatif_todo"] = request
+    return request
 
+
+def _run_or_show(loaded: LoadedScenario, request: Any, below: Any) -> Any:
+    """Run what is still to run (preview first), or show the stored results."""
+    s = loaded.scenario
+    todo = st.session_state.get("whatif_todo")
+    stored = st.session_state.get("whatif")
+    if todo is not None and todo.key == loaded.key:
+        stage = _next_stage(todo, stored)
+        if stage is not None:
+            if stored is not None and stored[0] == todo:
+                _show_results(s, stored, below, final=False)
+            if _run_stage(loaded, todo, stage):
+                st.rerun()
+            return stored
+        st.session_state.pop("whatif_todo", None)
+    if stored is None or stored[0].key != loaded.key:
+        return None
+    if stored[0] != request:
+        st.warning(
+            "These results are for earlier settings (budgets, scheduler, period or "
+            "replicates). Press **Run what-if** to update them."
+        )
+    _show_results(s, stored, below, final=True)
+    return stored
+
+
+def _next_stage(request: Any, stored: Any) -> str | None:
+    """The scheduler still to run for ``request``: the preview first under mip."""
+    from app_streamlit import whatif
+
+    done = stored[1] if stored is not None and stored[0] == request else None
+    if request.policy == "mip" and done is None:
+        return whatif.PREVIEW_POLICY
+    if done != request.policy:
+        return str(request.policy)
+    return None
+
+
+def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
+    """Run both sides' replicates under ``policy``; store the result; True when done."""
+    from app_streamlit import whatif
+    from app_streamlit.progress import RunProgress
+
+    s = loaded.scenario
+    shares = dict(request.shares)
+    points = whatif.points_for(policy, request.replicates)
+    cache = _results()
+
+    def cache_key(p: whatif.Point) -> tuple[Any, ...]:
+        side_shares = request.shares if p.budgets == "edited" else ()
+        return (loaded.key, side_shares, p.policy, request.days, p.replicate, whatif.JITTER_S)
+
+    todo = [p for p in points if cache_key(p) not in cache]
+    client = None
+    if todo:
+        try:
+            client = _dask(os.environ.get(SCHEDULER_ENV) or None, _workers())
+        except Exception as exc:  # an unreachable scheduler is a sentence, not a traceback
+            st.warning(f"Dask is not available ({type(exc).__name__}: {exc}); running here, one by one.")
+    parallel = len(client.scheduler_info().get("workers", {})) if client is not None else 1
+    preview = policy != request.policy
+    word = "Preview under fairshare" if preview else f"Simulating under {policy}"
+    tracker = RunProgress.of(
+        [(p, p.label) for p in todo],
+        total_h=request.days * 24,
+        parallel=parallel,
+        seconds_per_hour=_seconds_per_hour().get((loaded.key, policy)),
+    )
+    with st.status(f"{word}: {len(points)} runs ({request.replicates} replicates a side)", expanded=True) as box:
+        headline = st.empty()
+        bar = st.progress(0.0)
+        detail = st.empty()
+        if preview:
+            st.caption("The mip answer follows and replaces this preview when it is ready.")
+
+        def draw() -> None:
+            headline.markdown(tracker.headline())
+            bar.progress(min(1.0, tracker.fraction()))
+            detail.markdown("\n".join(f"- {line}" for line in tracker.lines()))
+
+        def hours(point: whatif.Point, done: float, total: float) -> None:
+            tracker.hours(point, done, total)
+            draw()
+
+        def finished(point: whatif.Point, result: Any, error: str | None) -> None:
+            tracker.finish(point, error)
+            if result is not None:
+                cache[cache_key(point)] = result
+                per_hour = result.seconds / max(request.days * 24, 1e-9)
+                _seconds_per_hour()[(loaded.key, policy)] = per_hour
+            draw()
+
+        draw()
+        if todo:
+            try:
+                whatif.run_points(
+                    s, todo, shares, request.days, fingerprint=loaded.key, client=client,
+                    on_point=finished, on_hours=hours,
+                )
+            except Exception as exc:  # the simulator's trouble is a sentence, not a traceback
+                box.update(label="The simulation failed", state="error")
+                st.error(f"The what-if failed: {type(exc).__name__}: {exc}")
+                st.session_state.pop("whatif_todo", None)
+                return False
+        box.update(label=f"{word}: done in {tracker.headline()}", state="complete", expanded=False)
+    runs = {p: cache[cache_key(p)] for p in points}
+    st.session_state["whatif"] = (request, policy, runs)
+    return True
+
+
+def _sides(runs: Mapping[Any, Any]) -> tuple[list[Any], list[Any]]:
+    current = [r for p, r in sorted(runs.items(), key=lambda kv: kv[0].replicate) if p.budgets == "current"]
+    edited = [r for p, r in sorted(runs.items(), key=lambda kv: kv[0].replicate) if p.budgets == "edited"]
+    return current, edited
+
+
+def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
+    """Programs first: a tile per program here, then the tree table and the downloads
+    (in ``below``, the full width under the editor)."""
+    from app_streamlit import whatif
+
+    request, policy, runs = stored
+    edited = state.with_edited_shares(s, dict(request.shares))
+    current_runs, edited_runs = _sides(runs)
+    units = whatif.compare_units(s, edited, current_runs, edited_runs)
+    st.subheader("Programs: delivered GPU-hours, edited budgets")
+    if policy != request.policy:
+        st.info(f"**Preview** under fairshare (fast); the {request.policy} answer replaces it when ready.")
+    st.caption(
+        f"Under {whatif.POLICY_WORDS[policy]}, {request.replicates} replicate(s) a side. Each "
+        "change is edited minus current, ± one standard deviation over the replicates; a grey "
+        "change is **within noise** (the two sides' replicates overlap)."
+    )
+    with st.container(horizontal=True, gap="small", key="tiles"):
+        for u in units[units["level"] == 0].to_dict("records"):
+            noisy = not bool(u["delivered_gpu_h_separated"])
+            change = whatif.change_words(
+                float(u["delivered_gpu_h_change"]), float(u["delivered_gpu_h_spread"]),
+                float(u["delivered_gpu_h_now"]), True,
+            )
+            wait = whatif.wait_change_words(
+                float(u["wait_p90_s_change"]), float(u["wait_p90_s_spread"]), bool(u["wait_p90_s_separated"])
+            )
+            with st.container(border=True, width=222):
+                st.metric(
+                    f"**{u['unit']}** · {u['pct_cluster_now']:.1f} → {u['pct_cluster_edited']:.1f} %",
+                    f"{u['delivered_gpu_h_edited']:,.0f} GPU-h",
+                    change,
+                    delta_color="off" if noisy else "normal",
+                    help="Share of the cluster now → edited; delivered GPU-hours with the edited "
+                    "budgets, and the change from the current ones. " + whatif.OWED_WORDS,
+                )
+                st.markdown(
+                    (":gray-badge[within noise]" if noisy else ":blue-badge[outside the noise]")
+                    + f"  \nowed {u['owed_gpu_h_now']:,.0f} → {u['owed_gpu_h_edited']:,.0f} GPU-h  \n"
+                    f"p90 wait {whatif.format_wait(float(u['wait_p90_s_now']))} → "
+                    f"{whatif.format_wait(float(u['wait_p90_s_edited']))} ({wait})"
+                )
+    with below:
+        st.subheader("Drill down: program → team → project")
+        st.caption("Each row is the subtotal of the units below it. " + whatif.OWED_WORDS)
+        depth_name = (
+            st.radio("Show", list(DEPTHS), horizontal=True, key="tree_depth", label_visibility="collapsed")
+            if final
+            else "programs and teams"
+        )
+        table = whatif.tree_table(units, DEPTHS[depth_name])
+        st.dataframe(
+            table.style.apply(_noise_colours, axis=1),
+            hide_index=True,
+            key="tree_table" if final else None,
+            height=_full_height(table, most=70),
+            column_order=[c for c in table.columns if c not in ("Path", "Within noise")],
+            column_config=_tree_columns(),
+        )
+        if final:
+            _downloads(s, request, policy, units, current_runs, edited_runs)
+
+
+def _noise_colours(row: pd.Series) -> list[str]:
+    """Grey for a change within noise, green for a gain, red for a loss."""
+    styles = [""] * len(row)
+    columns = list(row.index)
+    text = str(row["Change in delivered"])
+    colour = "#888888" if row["Within noise"] else ("#1a7f37" if text.startswith("+") else "#cf222e")
+    styles[columns.index("Change in delivered")] = f"color: {colour}; font-weight: 600"
+    wait = str(row["Change in p90 wait"])
+    if "within noise" in wait or wait.startswith("unchanged"):
+        styles[columns.index("Change in p90 wait")] = "color: #888888"
+    else:
+        good = wait.startswith("-")
+        styles[columns.index("Change in p90 wait")] = f"color: {'#1a7f37' if good else '#cf222e'}"
+    return styles
+
+
+def _tree_columns() -> dict[str, Any]:
+    from app_streamlit import whatif
+
+    owed_help = whatif.OWED_WORDS
+    return {
+        "Org unit": st.column_config.TextColumn(width="medium", pinned=True),
+        "Change in delivered": st.column_config.TextColumn(
+            width="large",
+            help="Mean over replicates of edited minus current, ± the standard deviation of "
+            "the paired changes; 'within noise' when the two sides' replicates overlap.",
+        ),
+        "Owed GPU-h, now": st.column_config.NumberColumn(format="localized", help=owed_help),
+        "Owed GPU-h, edited": st.column_config.NumberColumn(format="localized", help=owed_help),
+        "Delivered within owed (capped), now": st.column_config.NumberColumn(
+            format="localized", help="Delivered, capped hour by hour at what was owed. " + owed_help
+        ),
+        "Delivered within owed (capped), edited": st.column_config.NumberColumn(
+            format="localized", help="Delivered, capped hour by hour at what was owed. " + owed_help
+        ),
+        "Delivered GPU-h, now": st.column_config.NumberColumn(format="localized"),
+        "Delivered GPU-h, edited": st.column_config.NumberColumn(format="localized"),
+        "Share of cluster, edited": st.column_config.NumberColumn(format="%.2f %%"),
+    }
+
+
+def metadata(s: Scenario, request: Any, policy: str) -> dict[str, Any]:
+    """Where a download came from: scenario, period, scheduler, replicates and shares."""
+    from app_streamlit import whatif
+
+    current = {p: u.share for p, u in walk(s.org)}
+    return {
+        "scenario": s.name,
+        "scenario_fingerprint": request.key,
+        "period_days": request.days,
+        "scheduler": policy,
+        "replicates": request.replicates,
+        "replicate_method": f"arrival times moved uniformly by up to ±{whatif.JITTER_S / 60:g} min, "
+        "seed = replicate number, replicate 0 unperturbed",
+        "edited_shares": json.dumps({p: [current[p], v] for p, v in sorted(request.shares)}),
+        "created": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _downloads(
+    s: Scenario, request: Any, policy: str, units: pd.DataFrame, current: list[Any], edited: list[Any]
+) -> None:
+    from app_streamlit import whatif
+
+    meta = metadata(s, request, policy)
+    results = [whatif.mean_summary(current, "current budgets"), whatif.mean_summary(edited, "edited budgets")]
+    summary = whatif.with_readable_waits(whatif.summary_frame(results))
+    per_unit = units.copy()
+    for c in [c for c in per_unit.columns if c.startswith("wait_p90_s_") and not c.endswith("separated")]:
+        per_unit[c.replace("wait_p90_s_", "wait_p90_h_")] = per_unit[c] / 3600.0
+    left, right, third = st.columns(3)
+    left.download_button(
+        "Org units (CSV)",
+        whatif.csv_with_metadata(per_unit, meta),
+        file_name=f"whatif-{s.name}-units.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key="download_units",
+    )
+    right.download_button(
+        "Summary (CSV)",
+        whatif.csv_with_metadata(summary, meta),
+        file_name=f"whatif-{s.name}-summary.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key="download_summary",
+    )
+    third.download_button(
+        "Where these came from (JSON)",
+        json.dumps(meta, indent=2),
+        file_name=f"whatif-{s.name}-metadata.json",
+        mime="application/json",
+        on_click="ignore",
+        key="download_metadata",
+    )
+    st.caption("Each CSV starts with `# key: value` lines naming its scenario, period, "
+               "scheduler, replicates and shares (`pandas.read_csv(f, comment='#')` skips them).")
+
+
+# -- page 2: details --------------------------------------------------------------------------
+
+
+def details_page(loaded: LoadedScenario) -> None:
+    """Headline metrics side by side, and the charts, for the last what-if."""
+    from app_streamlit import whatif
+
+    st.header("Details of the last what-if")
+    stored = st.session_state.get("whatif")
+    if stored is None or stored[0].key != loaded.key:
+        st.info("Run a what-if on the first tab; its details show here.")
+        return
+    request, policy, runs = stored
+    current, edited = _sides(runs)
+    results = [whatif.mean_summary(current, "current budgets"), whatif.mean_summary(edited, "edited budgets")]
+    variants = [r.label for r in results]
+    st.caption(
+        f"Under {whatif.POLICY_WORDS[policy]}; each figure is the mean over "
+        f"{request.replicates} replicate(s) a side."
+    )
+    summary = whatif.summary_frame(results)
+    st.subheader("Side by side")
+    table = whatif.summary_table(summary)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="summary_table",
+        height=_full_height(table),
+        column_config={"Metric": st.column_config.TextColumn(width=260, pinned=True)},
+    )
+    units = whatif.compare_units(
+        loaded.scenario, state.with_edited_shares(loaded.scenario, dict(request.shares)), current, edited
+    )
+    st.plotly_chart(charts.program_deltas(units), key="chart_program_deltas")
+    st.plotly_chart(charts.delivered_vs_owed_units(units[units["level"] == 0]), key="chart_delivered")
+    st.markdown("**How long jobs waited to start**, per job class")
+    jobs = whatif.jobs_frame(results)
+    for job_class in whatif.CLASSES:
+        st.plotly_chart(charts.wait_cdf(jobs, variants, job_class), key=f"chart_wait_{job_class}")
+    st.caption(whatif.CLASS_WORDS)
+    st.plotly_chart(charts.occupancy_over_time(whatif.occupancy_frame(results), variants), key="chart_occupancy")
+    st.plotly_chart(charts.preemption_bars(summary, variants), key="chart_preemptions")
+
+
+# -- page 3: cluster and budgets ---------------------------------------------------------------
+
+
+def budgets_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> None:
+    """Cluster, every unit's share now and edited, and the edited scenario file."""
+    s = loaded.scenario
+    st.header("Cluster and budgets")
+    st.subheader("Cluster")
+    st.dataframe(state.pools_table(s), hide_index=True, key="pools_table")
+    maintenance = state.maintenance_table(s)
+    if len(maintenance):
+        st.markdown("**Planned maintenance** (drained nodes take no new work)")
+        st.dataframe(maintenance, hide_index=True, key="maintenance_table")
+    st.subheader("Every unit's share")
+    edited = state.with_edited_shares(s, edits)
+    alloc = state.allocation_table(s, edited, days)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "Org unit": [("\u2003" * int(lv)) + u.rsplit("/", 1)[-1] for u, lv in zip(alloc["unit"], alloc["level"], strict=True)],
+                "Kind": alloc["kind"],
+                "% of parent now": alloc["pct_parent_now"].round(1),
+                "% of parent edited": alloc["pct_parent_edited"].round(1),
+                "% of cluster now": alloc["pct_cluster_now"].round(2),
+                "% of cluster edited": alloc["pct_cluster_edited"].round(2),
+                "Allocation edited (GPU-h)": alloc["allocation_edited_gpu_h"].round(0),
+            }
+        ),
+        hide_index=True,
+        key="units_table",
+        height=_full_height(alloc, most=80),
+        column_config={
+            "Allocation edited (GPU-h)": st.column_config.NumberColumn(
+                format="localized",
+                help="The unit's share of the whole cluster over the simulated period, before "
+                "demand caps it. What a unit is *owed* is this, capped hour by hour by its "
+                "demand (the what-if shows it).",
+            )
+        },
+    )
     st.subheader("Download")
     try:
         text = state.edited_scenario_yaml(loaded, edits)
@@ -230,165 +783,13 @@ def budgets_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
         )
     except ScenarioError as exc:
         st.error(f"The edited scenario cannot be written: {exc}")
-    return edits
 
 
-def _valid_edits(s: Scenario, table: pd.DataFrame) -> dict[str, float]:
-    """The edits of ``table`` without the rows whose share is unusable."""
-    good = []
-    for i in range(len(table)):
-        try:
-            state.shares_from_table(s, table.iloc[[i]])
-        except ScenarioError:
-            continue
-        good.append(i)
-    return state.shares_from_table(s, table.iloc[good])
-
-
-# -- page 2: what-if -------------------------------------------------------------------------
-
-
-def whatif_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> None:
-    """Run the workload under the current and the edited budgets and compare."""
-    st.header("What-if: current budgets vs edited budgets")
-    if not _available("planner.simulator") or not _available("app_streamlit.whatif"):
-        st.warning("What-if runs need the simulator (planner.simulator), which is not installed.")
-        return
-    from app_streamlit import whatif
-
-    s = loaded.scenario
-    if not edits:
-        st.info("You have not edited any share yet (tab 1), so both runs will be the same.")
-    policies = whatif.available_policies()
-    if not policies:
-        st.warning("No scheduler policy of the simulator is installed.")
-        return
-    left, right = st.columns(2)
-    policy = left.selectbox(
-        "Scheduler",
-        policies,
-        format_func=lambda p: whatif.POLICY_WORDS[p],
-        key="policy",
-        help="The scheduler both budget sets are simulated under.",
-    )
-    others = [p for p in policies if p != policy]
-    baselines = right.multiselect(
-        "Also show the edited budgets under",
-        others,
-        format_func=lambda p: whatif.POLICY_WORDS[p],
-        key="baselines",
-        help="Optional extra runs, to compare schedulers as well as budgets.",
-    )
-    st.caption(
-        f"Simulates the first {days:g} days of the workload ({len(s.jobs):,} jobs in all). "
-        "The planner (mip) solves an optimization every epoch: on a large scenario expect "
-        "minutes per simulated day, where fairshare and legacy take seconds. Results are "
-        "kept: running the same settings again is instant."
-    )
-    request = whatif.Request(
-        key=loaded.key, shares=state.shares_key(edits), policy=policy, baselines=tuple(baselines), days=days
-    )
-    if st.button("Run what-if", type="primary", key="run_whatif"):
-        runs = whatif.runs_for(request)
-        results = []
-        started = time.monotonic()
-        with st.status(f"Simulating {len(runs)} runs...", expanded=True) as status:
-            bar = st.progress(0.0, text="Starting")
-            for i, spec in enumerate(runs):
-                bar.progress(i / len(runs), text=f"Run {i + 1} of {len(runs)}: {spec.label}")
-                scenario = s if spec.budgets == "current" else state.with_edited_shares(s, edits)
-                shares = () if spec.budgets == "current" else request.shares
-                t0 = time.monotonic()
-                try:
-                    result = _simulate(loaded.key, shares, spec.policy, days, scenario)
-                except Exception as exc:  # the simulator's trouble is a sentence, not a traceback
-                    status.update(label="The simulation failed", state="error")
-                    st.error(f"Simulating {spec.label} failed: {type(exc).__name__}: {exc}")
-                    return
-                st.write(f"{spec.label}: done in {time.monotonic() - t0:.1f} s")
-                results.append(whatif.labelled(result, spec.label))
-            bar.progress(1.0, text="Done")
-            status.update(
-                label=f"Simulated {len(runs)} runs in {time.monotonic() - started:.1f} s",
-                state="complete",
-                expanded=False,
-            )
-        st.session_state["whatif"] = (request, results)
-    stored = st.session_state.get("whatif")
-    if stored is None:
-        st.info("Press **Run what-if** to simulate.")
-        return
-    shown_request, results = stored
-    if shown_request.key != loaded.key:
-        st.info("Press **Run what-if** to simulate this scenario.")
-        return
-    if shown_request != request:
-        st.warning(
-            "These results are for earlier settings (budgets, scheduler or period). "
-            "Press **Run what-if** to update them."
-        )
-    _show_results(results)
-
-
-def _show_results(results: list[Any]) -> None:
-    from app_streamlit import whatif
-
-    variants = [r.label for r in results]
-    summary = whatif.summary_frame(results)
-    projects = whatif.projects_frame(results)
-    st.subheader("Verdict per project (edited vs current budgets)")
-    verdicts = whatif.verdicts(results[0], results[1])
-    st.dataframe(
-        verdicts,
-        hide_index=True,
-        key="verdicts",
-        height=_full_height(verdicts),
-        column_config={"Verdict (edited vs current budgets)": st.column_config.TextColumn(width="large")},
-    )
-    st.subheader("Side by side")
-    table = whatif.summary_table(summary)
-    st.dataframe(table, hide_index=True, key="summary_table", height=_full_height(table))
-    st.plotly_chart(charts.delivered_vs_owed(projects, variants), key="chart_delivered")
-    st.markdown("**How long jobs waited to start**, per job class")
-    jobs = whatif.jobs_frame(results)
-    cols = st.columns(2)
-    for i, job_class in enumerate(whatif.CLASSES):
-        with cols[i % 2]:
-            st.plotly_chart(charts.wait_cdf(jobs, variants, job_class), key=f"chart_wait_{job_class}")
-    st.caption(whatif.CLASS_WORDS)
-    left, right = st.columns([2, 1])
-    with left:
-        st.plotly_chart(
-            charts.occupancy_over_time(whatif.occupancy_frame(results), variants), key="chart_occupancy"
-        )
-    with right:
-        st.plotly_chart(charts.preemption_bars(summary, variants), key="chart_preemptions")
-    st.subheader("Per project")
-    st.dataframe(whatif.projects_table(projects), hide_index=True, key="projects_table")
-    left, right = st.columns(2)
-    left.download_button(
-        "Download per-project results (CSV)",
-        projects.to_csv(index=False),
-        file_name="whatif-projects.csv",
-        mime="text/csv",
-        on_click="ignore",
-        key="download_projects",
-    )
-    right.download_button(
-        "Download the summary (CSV)",
-        summary.to_csv(index=False),
-        file_name="whatif-summary.csv",
-        mime="text/csv",
-        on_click="ignore",
-        key="download_summary",
-    )
-
-
-# -- page 3: plan of one epoch ---------------------------------------------------------------
+# -- page 4: plan of one epoch ---------------------------------------------------------------
 
 
 def plan_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> None:
-    """One epoch's time-slice plan as a Gantt chart per pool, with pending reasons."""
+    """One epoch's time-slice plan as a Gantt chart per program, with reasons in words."""
     st.header("Plan of one epoch")
     st.markdown(
         "The planner decides, for each epoch, which job runs on which nodes in each time "
@@ -400,6 +801,8 @@ def plan_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> N
         return
     s = loaded.scenario
     epoch_h = s.policy.epoch / state.HOUR
+    profile = _profile(loaded.key, s)
+    busiest = state.busiest_hour(profile, epoch_h)
     left, right = st.columns(2)
     budgets = left.radio(
         "Budgets", ["edited", "current"], horizontal=True, key="plan_budgets",
@@ -409,10 +812,17 @@ def plan_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> N
         "Epoch starts at (hours after the scenario's start)",
         min_value=0.0,
         max_value=float(math.ceil(state.workload_days(s) * 24)),
-        value=0.0,
+        value=float(busiest),
         step=epoch_h,
         key=f"plan_hours::{loaded.key}",
+        help=f"Starts at hour {busiest:g}, where the submitted work most exceeds the cluster.",
     )
+    busy, _ = state.contended_hours(profile, float(hours), epoch_h / 24)
+    if not busy:
+        st.caption(
+            f"Demand fits the cluster at hour {hours:g}, so the plan may be simple; hour "
+            f"{busiest:g} is the busiest."
+        )
     use_edits = edits if budgets == "edited" else {}
     scenario = state.with_edited_shares(s, use_edits)
     shares = state.shares_key(use_edits)
@@ -431,36 +841,33 @@ def plan_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -> N
     (_, shown_shares, shown_hours), plan = stored
     if (shown_shares, shown_hours) != (shares, float(hours)):
         st.warning("This plan is for earlier settings. Press **Plan this epoch** to update it.")
-    _show_plan(s, plan, shown_hours)
+    _show_plan(s, plan)
 
 
-def _show_plan(s: Scenario, plan: Plan, hours: float) -> None:
-    st.caption(planview.solver_line(plan))
+def _show_plan(s: Scenario, plan: Plan) -> None:
+    st.info(planview.solver_line(plan))
     frame = planview.slices_frame(plan)
-    pools = [str(p) for p in s.pools]
-    busy = frame.groupby("pool")["job"].nunique().to_dict() if len(frame) else {}
-    pool_name = st.selectbox(
-        "Pool",
-        pools,
+    programs = [u.name for u in s.org]
+    frame["program"] = [state.program_of(p) for p in frame["project"]] if len(frame) else []
+    busy = frame.groupby("program")["job"].nunique().to_dict() if len(frame) else {}
+    program = st.selectbox(
+        "Program",
+        programs,
         format_func=lambda p: f"{p} ({busy.get(p, 0)} jobs planned)",
-        key="plan_pool",
+        key="plan_program",
     )
-    pool = s.pools[pools.index(pool_name)]
-    nodes = planview.pool_nodes(s, Pool(*pool))
+    mine = frame[frame["program"] == program] if len(frame) else frame
+    bars = planview.job_bars(mine)
     title = (
-        f"Pool {pool_name}: epoch from hour {plan.epoch_start / state.HOUR:g} to "
-        f"{plan.epoch_end / state.HOUR:g}, {len(plan.slices)} slices"
+        f"{program}: its jobs from hour {plan.epoch_start / state.HOUR:g} to "
+        f"{plan.epoch_end / state.HOUR:g} ({len(plan.slices)} slices)"
     )
-    bars = planview.merged_runs(frame[frame["pool"] == pool_name])
     boundaries = sorted({sl.start / state.HOUR for sl in plan.slices} | {plan.epoch_end / state.HOUR})
-    drained = sorted(planview.drained_during(s, plan))
-    st.plotly_chart(
-        charts.plan_gantt(bars, nodes, title, boundaries, drained, s.projects), key="chart_gantt"
-    )
+    st.plotly_chart(charts.program_gantt(bars, title, boundaries, s.projects), key="chart_gantt")
     st.caption(
-        "One row per node of the pool; each bar is a job on that node, coloured by project. "
-        "Jobs sharing a node sit in thinner lanes of its row; empty rows are idle or drained "
-        "nodes. Dotted lines mark the epoch's time slices."
+        "One row per job of the program; each bar says how many GPUs on how many nodes it "
+        "gets, coloured by its project (a colour of its own per project). Dotted lines mark "
+        "the time slices."
     )
     if plan.drained_nodes:
         st.markdown("**Nodes drained for maintenance**, and when their last job leaves them")
@@ -468,16 +875,20 @@ def _show_plan(s: Scenario, plan: Plan, hours: float) -> None:
     st.subheader(f"Waiting jobs ({len(plan.pending)})")
     pending = planview.pending_frame(plan, s)
     if len(pending):
-        st.dataframe(planview.reasons_frame(pending), hide_index=True, key="reasons_table")
-    st.dataframe(
-        pending,
-        hide_index=True,
-        key="pending_table",
-        column_config={
-            "Waiting because": st.column_config.TextColumn(width="large"),
-            "Detail": st.column_config.TextColumn(width="large"),
-        },
-    )
+        st.markdown("**Why, per program** (jobs waiting, and the GPUs they ask for)")
+        reasons = planview.reasons_by_program(pending)
+        st.dataframe(reasons, hide_index=True, key="reasons_table", height=_full_height(reasons))
+    with st.expander(f"Every waiting job ({len(pending)})"):
+        st.dataframe(
+            pending,
+            hide_index=True,
+            key="pending_table",
+            column_config={
+                "Waiting because": st.column_config.TextColumn(width="large"),
+                "Detail": st.column_config.TextColumn(width="large"),
+            },
+        )
     if plan.projects:
         st.subheader("GPU-hours per project in this epoch")
-        st.dataframe(planview.projects_frame(plan), hide_index=True, key="plan_projects")
+        per_project = planview.projects_frame(plan)
+        st.dataframe(per_project, hide_index=True, key="plan_projects", height=_full_height(per_project))

@@ -1,22 +1,28 @@
-"""What-if runs: simulate budgets, compare result sets, and say what changed in words.
+"""What-if runs: simulate budgets as replicates, compare result sets, and say what changed.
 
 A result set is one simulation of one scenario (current or edited budgets) under one
 scheduler, reduced to the plain DataFrames the app shows (:class:`RunResult`, which
-pickles, so ``st.cache_data`` can keep it). The simulator runs with its in-memory
-ledger: nothing here writes to a live one.
+pickles, so it travels back from Dask workers and into caches). Each side of a what-if
+runs as several *replicates*: the same workload with its arrival times perturbed, one
+seed per replicate, so a change can be told from the noise of the simulation
+(``docs/app.md``, *How sure is a change*). The runs go through the sweep machinery
+(:mod:`scenarios.sweep`), in this process or on a Dask cluster. The simulator runs with
+its in-memory ledger: nothing here writes to a live one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
-from models import Scenario
+from models import Scenario, walk
 
 POLICIES = ("mip", "fairshare", "legacy")
 POLICY_WORDS = {
@@ -25,6 +31,19 @@ POLICY_WORDS = {
     "legacy": "the old priority scheduler (legacy)",
 }
 CLASSES = ("debug", "batch", "large", "all")
+PREVIEW_POLICY = "fairshare"
+"""The fast scheduler whose answer is shown first, while a ``mip`` what-if runs."""
+JITTER_S = 1800.0
+"""Replicates move each job's arrival by up to this many seconds either way."""
+DEFAULT_REPLICATES = 3
+
+OWED_WORDS = (
+    "Owed: the GPU-hours a unit's share entitles it to, capped hour by hour by what its "
+    "submitted work (waiting or running) could use; what projects cannot use goes to the "
+    "others by their shares (hierarchical water-filling). Delivered within owed counts, "
+    "hour by hour, only delivered hours up to what was owed, so it never exceeds owed; "
+    "delivered / owed is that capped figure over owed."
+)
 
 
 def available_policies() -> tuple[str, ...]:
@@ -33,12 +52,16 @@ def available_policies() -> tuple[str, ...]:
 
     return tuple(p for p in POLICIES if p in POLICY_NAMES)
 
+
 CLASS_WORDS = (
     "Job classes: debug = 8 GPUs or fewer and a minimum runtime of 15 min or less; "
     "large = 64 GPUs or more; batch = the rest; all = every job. A curve that rises "
     "sooner means shorter waits; jobs that had not started by the end of the simulated "
     "period never reach the curve's top."
 )
+
+Side = Literal["current", "edited"]
+SIDES: tuple[Side, Side] = ("current", "edited")
 
 
 @dataclass(frozen=True)
@@ -48,27 +71,19 @@ class Request:
     key: str
     shares: tuple[tuple[str, float], ...]
     policy: str
-    baselines: tuple[str, ...]
     days: float
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One simulation of a request: which budgets, under which scheduler, and its label."""
-
-    label: str
-    budgets: Literal["current", "edited"]
-    policy: str
+    replicates: int = 1
 
 
 @dataclass(frozen=True)
 class RunResult:
     """One result set, as plain data.
 
-    ``projects``: project, owed_gpu_h, delivered_gpu_h, delivered_over_owed.
-    ``projects``: also wait_p90_s and preemptions.
+    ``projects``: project, owed_gpu_h, delivered_gpu_h, delivered_within_owed_gpu_h,
+    delivered_over_owed, wait_p90_s, preemptions.
     ``jobs``: job, project, class, wait_s, started, preemptions.
     ``occupancy``: hours (start of each simulated hour), occupancy (busy / available, 0-1).
+    ``replicate``: the replicate's seed (0: the workload as given).
     """
 
     label: str
@@ -78,17 +93,68 @@ class RunResult:
     jobs: pd.DataFrame
     occupancy: pd.DataFrame
     seconds: float
+    replicate: int = 0
 
 
-def runs_for(request: Request) -> list[RunSpec]:
-    """The simulations a request needs: current and edited budgets, then any baselines."""
-    tag = f" ({request.policy})" if request.baselines else ""
-    runs = [
-        RunSpec(f"current budgets{tag}", "current", request.policy),
-        RunSpec(f"edited budgets{tag}", "edited", request.policy),
-    ]
-    runs += [RunSpec(f"edited budgets ({p})", "edited", p) for p in request.baselines]
-    return runs
+# -- replicates ----------------------------------------------------------------------------
+
+
+def perturb_arrivals(scenario: Scenario, seed: int, jitter_s: float = JITTER_S) -> Scenario:
+    """The scenario with each job's arrival moved by a uniform offset in ``±jitter_s``.
+
+    Seed 0 is the workload as given. Arrivals never move before the start (0). Only
+    submit times change, so the jobs need no re-validation.
+    """
+    if seed == 0 or jitter_s <= 0:
+        return scenario
+    rng = random.Random(seed)
+    jobs = tuple(
+        j.model_copy(update={"submit": max(0.0, j.submit + rng.uniform(-jitter_s, jitter_s))})
+        for j in scenario.jobs
+    )
+    workloads = scenario.workloads.model_copy(update={"jobs": jobs})
+    return scenario.model_copy(update={"workloads": workloads})
+
+
+def simulator_takes_callable() -> bool:
+    """Whether ``planner.simulator.simulate`` takes ``progress=callable(done_h, total_h)``
+    (it took only a flag at first)."""
+    from planner.simulator import simulate
+    from scenarios.sweep import takes_progress_callable
+
+    return takes_progress_callable(simulate)
+
+
+def replicate_run(
+    scenario: Scenario,
+    policy: str,
+    *,
+    days: float | None = None,
+    budgets: Side = "current",
+    replicate: int = 0,
+    shares: Mapping[str, float] | None = None,
+    jitter_s: float = JITTER_S,
+    progress: bool | Callable[[float, float], None] = False,
+    **options: Any,
+) -> RunResult:
+    """Simulate one replicate of one side of a what-if (the sweep's runner).
+
+    ``budgets="edited"`` applies ``shares``; ``replicate`` seeds the arrival perturbation
+    (:func:`perturb_arrivals`). ``progress`` may be a callable ``progress(hours_done,
+    hours_total)``, passed on when the simulator takes one.
+    """
+    from app_streamlit.state import with_edited_shares
+    from planner.simulator import simulate
+
+    if budgets == "edited":
+        scenario = with_edited_shares(scenario, dict(shares or {}))
+    scenario = perturb_arrivals(scenario, replicate, jitter_s)
+    started = time.monotonic()
+    if callable(progress) and not simulator_takes_callable():
+        progress = False
+    result = simulate(scenario, policy, days=days, progress=progress, **options)  # type: ignore[arg-type]
+    out = from_simulation(result, policy, time.monotonic() - started)
+    return dataclasses.replace(out, label=f"{budgets} budgets", replicate=replicate)
 
 
 def run(scenario: Scenario, policy: str, days: float) -> RunResult:
@@ -98,6 +164,102 @@ def run(scenario: Scenario, policy: str, days: float) -> RunResult:
     started = time.monotonic()
     result = simulate(scenario, policy, days=days)
     return from_simulation(result, policy, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a what-if: a side, a scheduler and a replicate."""
+
+    budgets: Side
+    policy: str
+    replicate: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.budgets} budgets, {self.policy}, replicate {self.replicate}"
+
+
+def points_for(policy: str, replicates: int) -> list[Point]:
+    """Both sides, each as ``replicates`` runs (seeds 0, 1, ...), under ``policy``."""
+    return [Point(side, policy, r) for r in range(replicates) for side in SIDES]
+
+
+def run_points(
+    scenario: Scenario,
+    points: Sequence[Point],
+    shares: Mapping[str, float],
+    days: float,
+    *,
+    fingerprint: str | None = None,
+    client: Any = None,
+    workers: int = 0,
+    on_point: Callable[[Point, RunResult | None, str | None], None] | None = None,
+    on_hours: Callable[[Point, float, float], None] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[Point, RunResult]:
+    """Run ``points`` through the sweep machinery (here, or on Dask with ``client`` or
+    ``workers``) and return each point's result.
+
+    Raises
+    ------
+    RuntimeError
+        If a point failed (with its error), after the others finished.
+    """
+    from scenarios.sweep import SweepBase, SweepConfig, expand, run_sweep
+
+    wanted = {(p.budgets, p.policy, p.replicate) for p in points}
+    policies = list(dict.fromkeys(p.policy for p in points))
+    sides = list(dict.fromkeys(p.budgets for p in points))
+    reps = sorted({p.replicate for p in points})
+    base = SweepBase.of_scenario(scenario, fingerprint)
+    grid: dict[str, list[Any]] = {"options.budgets": sides, "options.replicate": reps}
+    all_options = {"shares": dict(shares), **dict(options or {})}
+    # The sweep's point key -> our point (the grid may hold combinations not asked for).
+    keyed: dict[str, Point] = {}
+    for sp in expand(base, grid, policies, days=days, options=all_options):
+        params = dict(sp.params)
+        point = Point(params["options.budgets"], sp.policy, int(params["options.replicate"]))
+        if (point.budgets, point.policy, point.replicate) in wanted:
+            keyed[sp.key] = point
+
+    def finished(row: dict[str, Any], result: Any) -> None:
+        point = keyed.get(str(row["point"]))
+        if point is not None and on_point is not None:
+            on_point(point, result, row.get("error"))
+
+    def hours(key: str, done: float, total: float) -> None:
+        point = keyed.get(key)
+        if point is not None and on_hours is not None:
+            on_hours(point, done, total)
+
+    report = run_sweep(
+        SweepConfig(
+            base=base,
+            grid=grid,
+            policies=policies,
+            days=days,
+            options=all_options,
+            workers=workers,
+            client=client,
+            runner=replicate_run,
+            keep=True,
+            on_point=finished,
+            on_hours=hours,
+        )
+    )
+    out: dict[Point, RunResult] = {}
+    errors = []
+    for row in report.frame.to_dict("records"):
+        done = keyed.get(str(row["point"]))
+        if done is None:
+            continue
+        if row["error"] is not None:
+            errors.append(f"{done.label}: {row['error']}")
+        elif str(row["point"]) in report.results:
+            out[done] = report.results[str(row["point"])]
+    if errors:
+        raise RuntimeError(errors[0])
+    return out
 
 
 def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
@@ -120,6 +282,7 @@ def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
                 "project": projects["project"],
                 "owed_gpu_h": projects["owed_gpu_h"].astype(float),
                 "delivered_gpu_h": projects["delivered_gpu_h"].astype(float),
+                "delivered_within_owed_gpu_h": projects["delivered_within_owed_gpu_h"].astype(float),
                 "delivered_over_owed": projects["delivered_over_owed"].astype(float),
                 "wait_p90_s": projects["wait_p90_s"].astype(float),
                 "preemptions": projects["preemptions"].astype(int),
@@ -143,11 +306,6 @@ def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
         ),
         seconds=seconds,
     )
-
-
-def labelled(result: RunResult, label: str) -> RunResult:
-    """The same result set under another label (the cache is shared between labels)."""
-    return dataclasses.replace(result, label=label)
 
 
 # -- side-by-side frames ------------------------------------------------------------------
@@ -203,8 +361,8 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
         ("Delivered / owed GPU-hours, all projects", "pct", "delivered_over_owed"),
         ("Delivered / owed, worst project", "pct", "worst_project_delivered_over_owed"),
         ("Occupancy (GPUs busy / available)", "pct", "occupancy"),
-        ("Share of delivered GPU-hours that were free (unallocated) work", "pct", "unallocated_share"),
-        ("Fairness across projects (Jain index, 1 = perfectly even)", "num", "jain_index"),
+        ("Free (unallocated) share of delivered", "pct", "unallocated_share"),
+        ("Fairness (Jain index, 1 = even)", "num", "jain_index"),
         ("Preemptions (count)", "int", "preemptions"),
         ("GPU-hours lost to preemption", "num", "preempted_gpu_h"),
     ]
@@ -231,30 +389,6 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def projects_frame(results: list[RunResult]) -> pd.DataFrame:
-    """Per project and result set: owed and delivered GPU-hours, ratio, p90 wait (long form)."""
-    frames = []
-    for r in results:
-        f = r.projects.copy()
-        f.insert(0, "variant", r.label)
-        f.insert(1, "policy", r.policy)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
-
-
-def projects_table(projects: pd.DataFrame) -> pd.DataFrame:
-    """Per project, one column group per result set, in plain words."""
-    variants = list(dict.fromkeys(projects["variant"]))
-    out = pd.DataFrame({"Project": list(dict.fromkeys(projects["project"]))})
-    for v in variants:
-        rows = projects[projects["variant"] == v].set_index("project")
-        out[f"Owed GPU-h, {v}"] = out["Project"].map(rows["owed_gpu_h"]).round(1)
-        out[f"Delivered GPU-h, {v}"] = out["Project"].map(rows["delivered_gpu_h"]).round(1)
-        out[f"Delivered / owed, {v}"] = out["Project"].map(rows["delivered_over_owed"]).map(_pct)
-        out[f"p90 wait, {v}"] = out["Project"].map(rows["wait_p90_s"]).map(format_wait)
-    return out
-
-
 def jobs_frame(results: list[RunResult]) -> pd.DataFrame:
     """Every job of every result set: variant, class and wait (for the wait CDFs)."""
     return pd.concat(
@@ -268,53 +402,224 @@ def occupancy_frame(results: list[RunResult]) -> pd.DataFrame:
     return pd.concat([r.occupancy.assign(variant=r.label) for r in results], ignore_index=True)
 
 
-# -- verdicts -----------------------------------------------------------------------------
+# -- program-first comparison, with the spread of the replicates -----------------------------
+
+UNIT_METRICS = ("owed_gpu_h", "delivered_gpu_h", "delivered_within_owed_gpu_h", "wait_p90_s")
 
 
-def verdict(before: dict[str, float], after: dict[str, float]) -> str:
-    """One line on what the edit did to a project, e.g. ``+12% delivered, p90 wait -40 min``.
-
-    ``before`` and ``after`` hold ``delivered_gpu_h`` and ``wait_p90_s`` (NaN when the
-    project had no job in the simulated period).
-    """
-    d0, d1 = before["delivered_gpu_h"], after["delivered_gpu_h"]
-    if d0 > 0:
-        change = 100.0 * (d1 - d0) / d0
-        delivered = "delivered unchanged" if abs(change) < 0.5 else f"{change:+.0f}% delivered"
-    elif d1 > 0:
-        delivered = f"{d1:,.0f} GPU-h delivered (none before)"
-    else:
-        delivered = "nothing delivered either way"
-    w0, w1 = before["wait_p90_s"], after["wait_p90_s"]
-    if math.isnan(w0) or math.isnan(w1):
-        wait = "p90 wait n/a"
-    elif abs(w1 - w0) < 1.0:
-        wait = "p90 wait unchanged"
-    else:
-        wait = f"p90 wait {'+' if w1 > w0 else '-'}{format_wait(abs(w1 - w0))}"
-    return f"{delivered}, {wait}"
-
-
-def verdicts(base: RunResult, edited: RunResult) -> pd.DataFrame:
-    """Per project: the verdict line and the figures behind it (edited vs base)."""
-    frame = projects_frame([base, edited])
+def unit_figures(scenario: Scenario, result: RunResult) -> pd.DataFrame:
+    """One result set per org unit: owed, delivered and delivered-within-owed GPU-hours
+    summed over the unit's projects, and the p90 wait over the unit's jobs."""
+    projects = result.projects.set_index("project")
+    jobs = result.jobs
     rows = []
-    for project in dict.fromkeys(frame["project"]):
-        pair = frame[frame["project"] == project].set_index("variant")
-        b = pair.loc[base.label]
-        e = pair.loc[edited.label]
-        figures = [
-            {"delivered_gpu_h": float(x["delivered_gpu_h"]), "wait_p90_s": float(x["wait_p90_s"])}
-            for x in (b, e)
-        ]
+    for path, _unit in walk(scenario.org):
+        prefix = path + "/"
+        members = [p for p in projects.index if p == path or str(p).startswith(prefix)]
+        mine = jobs[jobs["project"].isin(members)]
+        p90 = float(mine["wait_s"].quantile(0.9)) if len(mine) else math.nan
         rows.append(
             {
-                "Project": project,
-                "Verdict (edited vs current budgets)": verdict(figures[0], figures[1]),
-                "Delivered GPU-h, current": round(float(b["delivered_gpu_h"]), 1),
-                "Delivered GPU-h, edited": round(float(e["delivered_gpu_h"]), 1),
-                "p90 wait, current": format_wait(float(b["wait_p90_s"])),
-                "p90 wait, edited": format_wait(float(e["wait_p90_s"])),
+                "unit": path,
+                "owed_gpu_h": float(projects.loc[members, "owed_gpu_h"].sum()),
+                "delivered_gpu_h": float(projects.loc[members, "delivered_gpu_h"].sum()),
+                "delivered_within_owed_gpu_h": float(
+                    projects.loc[members, "delivered_within_owed_gpu_h"].sum()
+                ),
+                "wait_p90_s": p90,
+                "jobs": len(mine),
             }
         )
     return pd.DataFrame(rows)
+
+
+def separated(current: Sequence[float], edited: Sequence[float]) -> bool:
+    """Whether two sets of replicates separate: every edited value lies above every
+    current one, or below. With one replicate a side, any difference counts."""
+    c = [v for v in current if not math.isnan(v)]
+    e = [v for v in edited if not math.isnan(v)]
+    if not c or not e:
+        return False
+    if len(c) == 1 and len(e) == 1:
+        return abs(e[0] - c[0]) > 1e-9
+    return min(e) > max(c) or max(e) < min(c)
+
+
+def _spread(values: Sequence[float]) -> float:
+    good = [v for v in values if not math.isnan(v)]
+    if len(good) < 2:
+        return 0.0
+    mean = sum(good) / len(good)
+    return math.sqrt(sum((v - mean) ** 2 for v in good) / (len(good) - 1))
+
+
+def compare_units(
+    scenario: Scenario, edited: Scenario, current_runs: Sequence[RunResult], edited_runs: Sequence[RunResult]
+) -> pd.DataFrame:
+    """Per org unit (tree order), the mean of each side's replicates, the change and its
+    spread, and whether the change is within noise.
+
+    The change of a figure is mean(edited) - mean(current). Its spread is the sample
+    standard deviation, over replicates, of the paired changes (replicate r of both
+    sides sees the same perturbed arrivals). A change is *within noise* when the two
+    sides' replicates do not separate (:func:`separated`).
+    """
+    from app_streamlit.state import parent_percents
+
+    pct_now = parent_percents(scenario)
+    pct_new = parent_percents(edited)
+    from models import effective_shares
+
+    eff_now, eff_new = effective_shares(scenario.org), effective_shares(edited.org)
+    per_side = {
+        side: [unit_figures(scenario, r).set_index("unit") for r in runs]
+        for side, runs in (("current", current_runs), ("edited", edited_runs))
+    }
+    rows = []
+    for path, unit in walk(scenario.org):
+        row: dict[str, Any] = {
+            "unit": path,
+            "program": path.split("/", 1)[0],
+            "level": path.count("/"),
+            "is_project": unit.is_project,
+            "pct_parent_now": pct_now[path],
+            "pct_parent_edited": pct_new[path],
+            "pct_cluster_now": 100 * eff_now[path],
+            "pct_cluster_edited": 100 * eff_new[path],
+            "replicates": min(len(current_runs), len(edited_runs)),
+        }
+        for metric in UNIT_METRICS:
+            c = [_num(f.at[path, metric]) for f in per_side["current"]]
+            e = [_num(f.at[path, metric]) for f in per_side["edited"]]
+            mc, me = _mean(c), _mean(e)
+            paired = [b - a for a, b in zip(c, e, strict=False)]
+            row[f"{metric}_now"] = mc
+            row[f"{metric}_edited"] = me
+            row[f"{metric}_change"] = me - mc
+            row[f"{metric}_spread"] = _spread(paired)
+            row[f"{metric}_separated"] = separated(c, e)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _mean(values: Sequence[float]) -> float:
+    good = [v for v in values if not math.isnan(v)]
+    return sum(good) / len(good) if good else math.nan
+
+
+def change_words(change: float, spread: float, base: float, separated_: bool, unit: str = "GPU-h") -> str:
+    """``+707 GPU-h ± 120 (+5%)``, or ``+12 GPU-h ± 40, within noise``."""
+    if math.isnan(change):
+        return "n/a"
+    text = f"{change:+,.0f} {unit}"
+    if spread > 0:
+        text += f" ± {spread:,.0f}"
+    if base and not math.isnan(base) and abs(base) > 1e-9:
+        text += f" ({100 * change / base:+.1f}%)"
+    if not separated_:
+        text += ", within noise"
+    return text
+
+
+def wait_change_words(change: float, spread: float, separated_: bool) -> str:
+    """``p90 wait -40 min ± 10 min``, or ``..., within noise``."""
+    if math.isnan(change):
+        return "n/a"
+    if abs(change) < 1.0:
+        text = "unchanged"
+    else:
+        text = f"{'+' if change > 0 else '-'}{format_wait(abs(change))}"
+        if spread > 0:
+            text += f" ± {format_wait(spread)}"
+    if not separated_:
+        text += ", within noise"
+    return text
+
+
+def tree_table(units: pd.DataFrame, depth: int) -> pd.DataFrame:
+    """The comparison as a tree table, program -> team -> project, down to ``depth``
+    (0: programs only). Each row is its unit's subtotal: the sum over its projects."""
+    shown = units[units["level"] <= depth]
+    rows = []
+    for u in shown.to_dict("records"):
+        name = str(u["unit"]).rsplit("/", 1)[-1]
+        rows.append(
+            {
+                "Org unit": ("\u2003" * int(u["level"])) + ("" if u["is_project"] else "▸ ") + name,
+                "Change in delivered": change_words(
+                    float(u["delivered_gpu_h_change"]), float(u["delivered_gpu_h_spread"]),
+                    float(u["delivered_gpu_h_now"]), bool(u["delivered_gpu_h_separated"]),
+                ),
+                "Delivered GPU-h, edited": round(float(u["delivered_gpu_h_edited"])),
+                "Owed GPU-h, edited": round(float(u["owed_gpu_h_edited"])),
+                "Delivered within owed (capped), edited": round(float(u["delivered_within_owed_gpu_h_edited"])),
+                "Change in p90 wait": wait_change_words(
+                    float(u["wait_p90_s_change"]), float(u["wait_p90_s_spread"]),
+                    bool(u["wait_p90_s_separated"]),
+                ),
+                "p90 wait, now → edited": f"{format_wait(float(u['wait_p90_s_now']))} → "
+                f"{format_wait(float(u['wait_p90_s_edited']))}",
+                "Share of parent, now → edited": f"{u['pct_parent_now']:.1f}% → {u['pct_parent_edited']:.1f}%",
+                "Delivered GPU-h, now": round(float(u["delivered_gpu_h_now"])),
+                "Owed GPU-h, now": round(float(u["owed_gpu_h_now"])),
+                "Delivered within owed (capped), now": round(float(u["delivered_within_owed_gpu_h_now"])),
+                "Path": u["unit"],
+                "Within noise": not bool(u["delivered_gpu_h_separated"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def mean_summary(runs: Sequence[RunResult], label: str) -> RunResult:
+    """One result set standing for a side's replicates: numeric summary figures
+    averaged, projects averaged, jobs and occupancy of all replicates pooled."""
+    first = runs[0]
+    summary: dict[str, Any] = {}
+    for key, value in first.summary.items():
+        if isinstance(value, Mapping):
+            summary[key] = {
+                k: _mean([_num((r.summary.get(key) or {}).get(k)) for r in runs]) for k in value
+            }
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            summary[key] = _mean([_num(r.summary.get(key)) for r in runs])
+        else:
+            summary[key] = value
+    projects = (
+        pd.concat([r.projects for r in runs]).groupby("project", sort=False).mean(numeric_only=True).reset_index()
+    )
+    occupancy = pd.concat([r.occupancy for r in runs]).groupby("hours", sort=True).mean().reset_index()
+    return RunResult(
+        label=label,
+        policy=first.policy,
+        summary=summary,
+        projects=projects,
+        jobs=pd.concat([r.jobs for r in runs], ignore_index=True),
+        occupancy=occupancy,
+        seconds=sum(r.seconds for r in runs),
+        replicate=-1,
+    )
+
+
+# -- downloads --------------------------------------------------------------------------------
+
+
+def csv_with_metadata(frame: pd.DataFrame, metadata: Mapping[str, Any]) -> str:
+    """A CSV whose first lines are ``# key: value`` comments saying where it came from
+    (``pandas.read_csv(..., comment="#")`` skips them)."""
+    header = "".join(f"# {k}: {v}\n" for k, v in metadata.items())
+    return header + frame.to_csv(index=False)
+
+
+def with_readable_waits(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every ``*_s`` wait column also in hours (``*_h``), next to it."""
+    out = frame.copy()
+    for column in list(out.columns):
+        if "wait" in column and column.endswith("_s") or column.startswith("wait_") and "_s_" in column:
+            position = list(out.columns).index(column) + 1
+            name = column[:-2] + "_h" if column.endswith("_s") else column.replace("_s_", "_h_")
+            out.insert(position, name, (pd.to_numeric(out[column], errors="coerce") / 3600.0).round(3))
+    return out

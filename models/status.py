@@ -18,7 +18,7 @@ from models.base import Frozen
 from models.plan import PendingReason
 
 JobClass = Literal["debug", "batch", "large"]
-"""Wait class of a job by its shape (``planner.simulator.state.wait_class``)."""
+"""Wait class of a job by its shape (``planner.scheduler.state.wait_class``)."""
 
 JOB_CLASSES: tuple[JobClass, ...] = ("debug", "batch", "large")
 

@@ -15,44 +15,58 @@ pytestmark = [
 ]
 
 
-def test_edit_a_share_run_the_whatif_and_see_both_result_sets(tmp_path: Path) -> None:
-    """In chromium: load tiny, edit one share, run the what-if, see both result sets and every chart."""
+def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(tmp_path: Path) -> None:
+    """In chromium at 1280x720: type research's percentage, run the what-if (fairshare
+    preview, then mip, on the local Dask cluster), read the program tiles with their
+    deltas and a within-noise mark, and every chart; then at 800 px the programs' answer
+    comes before the editor."""
     from playwright.sync_api import sync_playwright
 
     with running_app(log=tmp_path / "streamlit.log") as url, sync_playwright() as p:
         browser = drive.launch(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
         try:
             drive.open_app(page, url, "tiny")
-            drive.edit_share(page, "research/vision", 12)
-            assert page.get_by_text("Edited: research/vision share 1 → 12").is_visible()
-            assert "Owed GPU-hours per project" in drive.visible_chart_titles(page)
+            drive.edit_percent(page, "research", 60)
+            assert page.get_by_text("Applied: research 75.0 % → 60.0 %. Rescaled to keep 100 %: infra.").is_visible()
+            assert page.get_by_text("40.0 % of parent (+15.0 points, rescaled)").is_visible()
 
             drive.run_whatif(page)
-            verdicts = page.get_by_test_id("stDataFrame").filter(
-                has=page.locator("th", has_text="Verdict (edited vs current budgets)")
-            )
-            assert verdicts.locator("td", has_text="research/vision").count() == 1
-            summary = page.get_by_test_id("stDataFrame").filter(has=page.locator("th", has_text="Metric"))
-            headers = summary.locator("th").all_inner_texts()
-            assert "current budgets" in headers and "edited budgets" in headers
+            tiles = page.get_by_test_id("stMetric")
+            assert tiles.count() == 2
+            labels = tiles.get_by_test_id("stMetricLabel").all_inner_texts()
+            assert [t.split("·")[0].strip() for t in labels] == ["research", "infra"]
+            assert "75.0 → 60.0 %" in labels[0]
+            deltas = tiles.get_by_test_id("stMetricDelta").all_inner_texts()
+            assert all("GPU-h" in d for d in deltas)
+            assert page.get_by_text("within noise").first.is_visible()
+            assert page.get_by_text("Under gpuplan's epoch planner (mip), 3 replicate(s) a side").is_visible()
+            tree = page.get_by_test_id("stDataFrame").filter(has=page.locator("th", has_text="Change in delivered"))
+            assert tree.locator("td", has_text="research").count() >= 1
+
+            drive.open_tab(page, "2. Details and charts")
+            drive.wait_for_charts(page)
             titles = drive.visible_chart_titles(page)
             for title in (
-                "Delivered vs owed GPU-hours per project",
+                "Change in delivered GPU-hours per program",
+                "Share of owed GPU-hours delivered, per program",
                 "Wait-time distribution: debug jobs",
-                "Wait-time distribution: all jobs",
                 "Occupancy over time",
                 "Preemptions",
             ):
                 assert title in titles
-            # Both result sets are drawn: each chart's legend names them.
-            legend = page.locator("[data-testid=stPlotlyChart] .legendtext").evaluate_all(
-                "els => els.filter(e => e.checkVisibility()).map(e => e.textContent)"
-            )
-            assert legend.count("current budgets") >= 3 and legend.count("edited budgets") >= 3
+
+            drive.open_tab(page, "1. What-if by program")
+            page.set_viewport_size({"width": 800, "height": 900})
+            page.wait_for_timeout(800)
+            tile = page.get_by_test_id("stMetric").first.bounding_box()
+            editor = page.get_by_text("1. Change the shares").bounding_box()
+            assert tile is not None and editor is not None and tile["y"] < editor["y"]
+            width = page.get_by_test_id("stMetricValue").first.evaluate("e => [e.scrollWidth, e.clientWidth]")
+            assert width[0] <= width[1]  # the figure is not cut
             assert not page.get_by_test_id("stException").count()
         except Exception:
-            page.screenshot(path=str(tmp_path / "failure.png"))
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             raise
         finally:
             browser.close()

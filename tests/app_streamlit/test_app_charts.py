@@ -13,16 +13,6 @@ def tiny() -> state.LoadedScenario:
     return state.load_bundled("tiny")
 
 
-def test_sunburst_rings_add_up_to_the_whole_cluster(tiny: state.LoadedScenario) -> None:
-    """Leaves carry their effective shares, which sum to the whole cluster."""
-    trace = charts.org_sunburst(tiny.scenario).data[0]
-    values = dict(zip(trace.ids, trace.values, strict=True))
-    assert values["research/vision"] == pytest.approx(0.25)
-    assert values["research"] == 0.0  # parents add up their children
-    assert sum(values.values()) == pytest.approx(1.0)
-    assert trace.parents[trace.ids.index("research")] == "whole cluster"
-
-
 def test_wait_cdf_with_no_jobs_of_a_class_says_so() -> None:
     """An empty class shows a note rather than a blank chart."""
     jobs = pd.DataFrame({"variant": ["a"], "class": ["debug"], "wait_s": [0.0], "started": [True]})
@@ -43,58 +33,25 @@ def test_wait_cdf_top_is_the_share_of_jobs_that_started() -> None:
     assert max(fig.data[0].y) == pytest.approx(75.0)
 
 
-def test_gantt_has_a_row_for_every_node_of_the_pool(tiny: state.LoadedScenario) -> None:
-    """Idle and drained nodes stay as rows, drained ones labelled."""
-    plan = planview.plan_epoch_at(tiny.scenario, 2 * 3600.0)
-    pool = tiny.scenario.pools[0]
-    nodes = planview.pool_nodes(tiny.scenario, pool)
-    drained = sorted(planview.drained_during(tiny.scenario, plan))
-    assert drained == ["alpha-h100-003"]  # tiny drains one alpha node from hour 2
-    frame = planview.merged_runs(planview.slices_frame(plan))
-    fig = charts.plan_gantt(frame[frame["pool"] == str(pool)], nodes, "t", (2.0, 3.0), drained)
-    rows = list(fig.layout.yaxis.categoryarray)
-    assert len(rows) == 4 and "alpha-h100-003 (drained)" in rows
-    assert fig.layout.xaxis.title.text == "Time since the scenario's start (hours)"
-
-
-def test_merged_runs_join_a_jobs_slices(tiny: state.LoadedScenario) -> None:
-    """A job kept on its nodes for the whole epoch becomes one bar per node."""
-    plan = planview.plan_epoch_at(tiny.scenario, 0.0)
-    frame = planview.slices_frame(plan)
-    merged = planview.merged_runs(frame)
-    assert len(merged) < len(frame)
-    for _, bar in merged.iterrows():
-        assert bar["start_h"] >= plan.epoch_start / 3600 and bar["end_h"] <= plan.epoch_end / 3600
-    pending = planview.pending_frame(plan, tiny.scenario)
-    assert list(pending.columns) == ["Job", "Project", "GPUs", "Waiting because", "Detail"]
-    reasons = planview.reasons_frame(pending)
-    assert reasons["Jobs"].sum() == len(plan.pending)
-
-
-def test_lanes_let_jobs_share_a_node_without_overlapping() -> None:
-    """Jobs on one node at the same time get different lanes; a later job reuses a free lane."""
-    frame = pd.DataFrame(
-        [
-            {"pool": "p", "node": "n", "start_h": 0.0, "end_h": 0.5, "job": "a", "project": "x",
-             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
-            {"pool": "p", "node": "n", "start_h": 0.5, "end_h": 1.0, "job": "a", "project": "x",
-             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
-            {"pool": "p", "node": "n", "start_h": 0.0, "end_h": 0.25, "job": "b", "project": "x",
-             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
-            {"pool": "p", "node": "n", "start_h": 0.25, "end_h": 1.0, "job": "c", "project": "y",
-             "gpus": 4, "charged": "yes", "lane": 0, "lanes": 1},
-        ]
-    )
-    bars = planview.merged_runs(frame).set_index("job")
-    assert bars.loc["a", "end_h"] == 1.0  # two slices, one bar
-    assert bars.loc["a", "lane"] != bars.loc["b", "lane"]
-    assert bars.loc["c", "lane"] == bars.loc["b", "lane"]  # b is done when c starts
-    assert set(bars["lanes"]) == {2}
-
-
 def test_each_project_of_ai2_like_has_its_own_colour() -> None:
     """The Gantt's colours tell all 40 ai2-like projects apart, the same in every pool."""
     projects = state.load_bundled("ai2-like").scenario.projects
     colours = charts.project_colours(projects)
     assert len(set(colours.values())) == len(projects)
     assert charts.project_colours(projects[:3]) == {p: colours[p] for p in projects[:3]}
+
+
+def test_program_gantt_has_a_row_per_job_of_the_program() -> None:
+    """A program's Gantt reads one row per job, its GPUs and nodes on the bar."""
+    frame = pd.DataFrame(
+        {
+            "pool": ["a/H100"] * 3, "node": ["n1", "n2", "n1"], "start_h": [0.0, 0.0, 0.25],
+            "end_h": [0.25, 0.25, 0.5], "job": ["j1", "j1", "j1"], "project": ["p/x"] * 3,
+            "gpus": [8, 8, 16], "charged": ["yes"] * 3, "lane": [0] * 3, "lanes": [1] * 3,
+        }
+    )
+    bars = planview.job_bars(frame)
+    assert bars[["start_h", "end_h", "gpus", "nodes"]].to_numpy().tolist() == [[0.0, 0.25, 16, 2], [0.25, 0.5, 16, 1]]
+    fig = charts.program_gantt(bars, "t", [0.0, 0.25, 0.5], ["p/x"])
+    assert set(fig.data[0].y) == {"j1 · x"}
+    assert fig.data[0].text[0] == "16 GPUs on 2 nodes"

@@ -16,32 +16,6 @@ def tiny() -> state.LoadedScenario:
     return state.load_bundled("tiny")
 
 
-def test_share_table_lists_every_unit_with_its_effective_share(tiny: state.LoadedScenario) -> None:
-    """The share table has a row per org unit, parents first, with effective shares in %."""
-    table = state.share_table(tiny.scenario)
-    assert list(table[state.COL_UNIT]) == ["research", "research/nlp", "research/vision", "infra"]
-    effective = dict(zip(table[state.COL_UNIT], table[state.COL_EFFECTIVE], strict=True))
-    assert effective == {"research": 75.0, "research/nlp": 50.0, "research/vision": 25.0, "infra": 25.0}
-    gpus = dict(zip(table[state.COL_UNIT], table[state.COL_GPUS], strict=True))
-    assert gpus["research/nlp"] == pytest.approx(0.5 * tiny.scenario.capacity_h100())
-
-
-def test_shares_from_table_returns_only_changed_shares(tiny: state.LoadedScenario) -> None:
-    """Only the rows whose share differs from the scenario's come back as edits."""
-    table = state.share_table(tiny.scenario)
-    table.loc[table[state.COL_UNIT] == "infra", state.COL_SHARE] = 3.0
-    assert state.shares_from_table(tiny.scenario, table) == {"infra": 3.0}
-
-
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), "many"])
-def test_shares_from_table_rejects_unusable_shares(tiny: state.LoadedScenario, bad: object) -> None:
-    """A share that is not a number above zero is an error naming the unit."""
-    table = state.share_table(tiny.scenario).astype({state.COL_SHARE: object})
-    table.loc[table[state.COL_UNIT] == "infra", state.COL_SHARE] = bad
-    with pytest.raises(ScenarioError, match="share of 'infra' must"):
-        state.shares_from_table(tiny.scenario, table)
-
-
 def test_edited_scenario_changes_shares_and_nothing_else(tiny: state.LoadedScenario) -> None:
     """An edited copy carries the new shares; the original scenario is untouched."""
     edited = state.with_edited_shares(tiny.scenario, {"research/vision": 2.0})
@@ -49,25 +23,6 @@ def test_edited_scenario_changes_shares_and_nothing_else(tiny: state.LoadedScena
     assert effective_shares(tiny.scenario.org)["research/vision"] == pytest.approx(0.25)
     assert edited.jobs == tiny.scenario.jobs
     assert state.with_edited_shares(tiny.scenario, {}) is tiny.scenario
-
-
-def test_raising_a_share_raises_that_projects_owed_hours(tiny: state.LoadedScenario) -> None:
-    """Raising research/vision's share moves owed GPU-hours to it from its sibling."""
-    days = 0.5
-    edited = state.with_edited_shares(tiny.scenario, {"research/vision": 4.0})
-    table = state.owed_comparison(tiny.scenario, edited, days).set_index("Project")
-    vision = table.loc["research/vision"]
-    assert vision["Owed edited (GPU-h)"] > vision["Owed now (GPU-h)"]
-    assert vision["Change (GPU-h)"] > 0
-    assert table.loc["research/nlp", "Change (GPU-h)"] < 0
-    assert vision["Share edited (%)"] == pytest.approx(50.0)
-
-
-def test_owed_hours_never_exceed_capacity_hours(tiny: state.LoadedScenario) -> None:
-    """Owed GPU-hours over a period sum to at most capacity times its hours."""
-    owed = state.owed_gpu_hours(tiny.scenario, 1.0)
-    assert sum(owed.values()) <= tiny.scenario.capacity_h100() * 24 + 1e-6
-    assert sum(owed.values()) > 0
 
 
 def test_download_keeps_the_generate_source() -> None:
@@ -97,7 +52,66 @@ def test_uploaded_file_that_is_not_a_scenario_raises_the_validation_error() -> N
         state.load_uploaded("bin.yaml", b"\xff\xfe\x00")
 
 
-def test_default_period_is_at_most_one_day(tiny: state.LoadedScenario) -> None:
-    """The proposed simulated period covers a short workload and caps long ones at 1 day."""
+def test_default_period_reaches_the_busiest_hour() -> None:
+    """The proposed period covers the hour where demand most exceeds the cluster: the
+    first day of ai2-like (contended from the start), five days of philly-week."""
+    for name, days in (("ai2-like", 1.0), ("philly-week", 5.0)):
+        s = state.load_bundled(name).scenario
+        assert state.default_days(s) == days
+        busy, hours = state.contended_hours(state.demand_profile(s), 0.0, days)
+        assert busy > hours / 10
+
+
+def test_default_period_never_passes_the_workload(tiny: state.LoadedScenario) -> None:
+    """A workload shorter than a day is simulated whole, no longer."""
     assert state.default_days(tiny.scenario) == pytest.approx(round(state.workload_days(tiny.scenario), 2))
-    assert state.default_days(state.load_bundled("ai2-like").scenario) == 1.0
+
+
+@pytest.mark.parametrize(("text", "value"), [("22", 22.0), ("22.5", 22.5), ("10%", 10.0), (" 7 % ", 7.0)])
+def test_parse_percent_reads_what_a_director_types(text: str, value: float) -> None:
+    """A percentage may carry a % sign and spaces; "10%" is ten percent."""
+    assert state.parse_percent(text, siblings=3) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("abc", "is not a percentage"), ("0", "above 0"), ("-3", "above 0"), ("100", "below 100"), ("", "not a percentage")],
+)
+def test_parse_percent_refuses_with_a_sentence(text: str, message: str) -> None:
+    """Text, zero or less, and 100 % with siblings are refused with a reason."""
+    with pytest.raises(ValueError, match=message):
+        state.parse_percent(text, siblings=3)
+
+
+def test_a_typed_percentage_is_what_the_unit_gets_and_siblings_rescale() -> None:
+    """vision typed at 25 % of the cluster gets exactly 25 %; the other programs keep their
+    proportions among themselves and the group sums to 100 %."""
+    s = state.load_bundled("ai2-like").scenario
+    before = state.parent_percents(s)
+    shares, problems = state.shares_from_percents(s, {state.ROOT: {"vision": 25.0}})
+    after = state.parent_percents(s, shares)
+    assert not problems
+    assert after["vision"] == pytest.approx(25.0)
+    programs = [u.name for u in s.org]
+    assert sum(after[p] for p in programs) == pytest.approx(100.0)
+    others = [p for p in programs if p != "vision"]
+    ratio = {p: after[p] / before[p] for p in others}
+    assert max(ratio.values()) == pytest.approx(min(ratio.values()))
+    # A team's percentage of its program is untouched by the programs' split.
+    assert after["vision/multimodal"] == pytest.approx(before["vision/multimodal"])
+
+
+def test_percentages_that_leave_nothing_for_the_others_are_a_group_problem() -> None:
+    """Typed percentages of 100 % or more, with siblings left blank, are refused for the group."""
+    s = state.load_bundled("ai2-like").scenario
+    shares, problems = state.shares_from_percents(s, {state.ROOT: {"vision": 60.0, "language": 40.0}})
+    assert shares == {}
+    assert "leaves nothing" in problems[state.ROOT]
+
+
+def test_every_percentage_typed_is_scaled_to_make_a_hundred(tiny: state.LoadedScenario) -> None:
+    """When every sibling is typed and they do not sum to 100 %, each is scaled and a note says so."""
+    edit = state.edit_group(tiny.scenario, ["research", "infra"], {"research": 60.0, "infra": 60.0})
+    assert edit.note is not None and "scaled" in edit.note
+    total = sum(edit.shares.values())
+    assert edit.shares["research"] / total == pytest.approx(0.5)

@@ -13,7 +13,6 @@ from scenarios.errors import ScenarioError
 from scenarios.load import bundled_scenarios
 
 APP = str(Path(state.__file__).resolve().parent / "app.py")
-SHARE = state.COL_SHARE
 
 
 def _app(scenario: str = "tiny") -> AppTest:
@@ -22,33 +21,35 @@ def _app(scenario: str = "tiny") -> AppTest:
     return at
 
 
-def _editor_key(name: str) -> str:
-    return f"shares::{state.load_bundled(name).key}"
+@pytest.fixture(autouse=True)
+def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppTest runs the replicates in its own process (the browser test covers Dask)."""
+    monkeypatch.setenv(views.WORKERS_ENV, "0")
 
 
-def _edit(at: AppTest, name: str, row: int, share: float) -> None:
-    # AppTest applies data_editor edits through the widget's edit state in session_state.
-    at.session_state[_editor_key(name)] = {
-        "edited_rows": {row: {SHARE: share}},
-        "added_rows": [],
-        "deleted_rows": [],
-    }
+def _type(at: AppTest, name: str, unit: str, text: str) -> None:
+    at.text_input(key=f"pct::{state.load_bundled(name).key}::{unit}").input(text).run()
 
 
 # Read-only tables carry no key in AppTest; each is found by a column only it has.
 TABLES = {
     "pools_table": "Capacity (H100-eq GPUs)",
-    "owed_table": "Owed edited (GPU-h)",
-    "verdicts": "Verdict (edited vs current budgets)",
+    "programs": "Share edited (%)",
+    "tree": "Change in delivered",
     "summary_table": "Metric",
     "pending": "Detail",
 }
 
 
 def _table(at: AppTest, name: str) -> pd.DataFrame:
-    found = [d.value for d in at.dataframe if TABLES[name] in d.value.columns]
+    found = [_data(d.value) for d in at.dataframe if TABLES[name] in _data(d.value).columns]
     assert len(found) == 1, f"{len(found)} tables {name!r} on the page"
     return found[0]
+
+
+def _data(value: object) -> pd.DataFrame:
+    """A table's frame (a styled table hands back its Styler's data)."""
+    return value.data if hasattr(value, "data") else value  # type: ignore[return-value]
 
 
 def _chart_keys(at: AppTest) -> set[str]:
@@ -57,92 +58,125 @@ def _chart_keys(at: AppTest) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))
 def test_app_loads_each_bundled_scenario(name: str) -> None:
-    """Each bundled scenario loads: cluster, org editor and owed figures, no error."""
+    """Each bundled scenario loads: programs first, the percentage editor, no error."""
     at = _app(name)
     at.run()
-    assert not at.exception
-    assert not at.error, [e.value for e in at.error]
+    assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.header[0].value.startswith(f"Scenario {state.load_bundled(name).scenario.name}")
-    assert [d.key for d in at.data_editor] == [_editor_key(name)]
-    assert len(_table(at, "pools_table")) == len(state.load_bundled(name).scenario.pools)
-    assert {"org_sunburst", "owed_bars"} <= _chart_keys(at)
+    programs = _table(at, "programs")
+    assert programs["Share of the cluster now (%)"].sum() == pytest.approx(100.0, abs=0.2)
+    assert len(at.text_input) == len(state.load_bundled(name).scenario.org)
 
 
-def test_editing_a_share_changes_the_owed_figures() -> None:
-    """Raising research/vision's share in the editor raises its owed GPU-hours at once."""
+def test_a_percentage_edit_gives_the_shown_percentages() -> None:
+    """research typed at 60 % reads 60 % of the cluster, and infra, rescaled, 40 %."""
     at = _app()
     at.run()
-    before = _table(at, "owed_table").set_index("Project")
-    assert (before["Change (GPU-h)"] == 0).all()
-    _edit(at, "tiny", row=2, share=4.0)  # row 2 is research/vision
-    at.run()
-    assert not at.exception and not at.error
-    after = _table(at, "owed_table").set_index("Project")
-    vision = after.loc["research/vision"]
-    assert vision["Owed edited (GPU-h)"] > before.loc["research/vision", "Owed now (GPU-h)"]
-    assert vision["Share edited (%)"] == pytest.approx(50.0)
-    assert after.loc["research/nlp", "Change (GPU-h)"] < 0
-    assert any("research/vision share 1 → 4" in s.value for s in at.success)
+    _type(at, "tiny", "research", "60")
+    assert not at.error, [e.value for e in at.error]
+    programs = _table(at, "programs").set_index("Program")
+    assert programs.loc["research", "Share edited (%)"] == 60.0
+    assert programs.loc["infra", "Share edited (%)"] == 40.0
+    assert any(m.value.startswith("40.0 % of parent (+15.0 points, rescaled)") for m in at.markdown)
+    assert [s.value for s in at.success] == ["Applied: research 75.0 % → 60.0 %. Rescaled to keep 100 %: infra."]
 
 
-def test_a_share_of_zero_is_refused_on_the_page() -> None:
-    """A share that is not above zero is named in an error and ignored, without a traceback."""
+@pytest.mark.parametrize(
+    ("text", "message"), [("abc", "'abc' is not a percentage"), ("0", "must be above 0 %"), ("100", "below 100 %")]
+)
+def test_an_invalid_entry_shows_its_message(text: str, message: str) -> None:
+    """An unusable percentage is refused with a sentence next to it, and changes nothing."""
     at = _app()
     at.run()
-    _edit(at, "tiny", row=3, share=0.0)
-    at.run()
+    _type(at, "tiny", "infra", text)
     assert not at.exception
-    assert any("share of 'infra' must be greater than 0" in e.value for e in at.error)
-    assert (_table(at, "owed_table")["Change (GPU-h)"] == 0).all()
+    assert any(e.value.startswith("infra: ") and message in e.value for e in at.error), [e.value for e in at.error]
+    assert (_table(at, "programs")["Change (points)"] == 0).all()
+    assert not at.success
 
 
-def test_whatif_run_produces_both_result_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Running the what-if shows current and edited results, verdicts and every chart.
+def _run(at: AppTest, policy: str = "fairshare", replicates: int = 3) -> None:
+    at.session_state["policy"] = policy
+    at.session_state["replicates"] = replicates
+    at.run()
+    at.button(key="run_whatif").click()
+    at.run()
 
-    It runs in an empty working folder, which stays empty: nothing is written to a ledger.
-    """
+
+def test_whatif_with_replicates_shows_program_deltas_with_spread_and_noise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A what-if of three replicates a side shows a tile per program, the tree with its
+    within-noise marks, and every chart; the working folder stays empty (no ledger)."""
     monkeypatch.chdir(tmp_path)
     at = _app()
     at.run()
-    _edit(at, "tiny", row=2, share=4.0)
-    at.session_state[f"days::{state.load_bundled('tiny').key}"] = 0.5
-    at.run()
-    assert at.selectbox(key="policy").value == "mip"  # our planner is the default
-    at.button(key="run_whatif").click()
-    at.run()
+    _type(at, "tiny", "research", "60")
+    _run(at)
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
-    request, results = at.session_state["whatif"]
-    assert [r.label for r in results] == ["current budgets", "edited budgets"]
-    assert request.shares == (("research/vision", 4.0),) and request.days == 0.5
-    assert [r.policy for r in results] == ["mip", "mip"]
-    # The two runs differ in budgets: the owed hours follow the shares.
-    owed = {r.label: r.projects.set_index("project")["owed_gpu_h"] for r in results}
-    assert owed["edited budgets"]["research/vision"] > owed["current budgets"]["research/vision"]
-    verdicts = _table(at, "verdicts")
-    assert list(verdicts["Project"]) == ["research/nlp", "research/vision", "infra"]
-    assert all("delivered" in v and "p90 wait" in v for v in verdicts.iloc[:, 1])
-    summary = _table(at, "summary_table")
-    assert list(summary.columns) == ["Metric", "current budgets", "edited budgets"]
-    assert {
-        "chart_delivered", "chart_occupancy", "chart_preemptions",
-        *(f"chart_wait_{c}" for c in whatif.CLASSES),
-    } <= _chart_keys(at)
-    assert {b.key for b in at.get("download_button")} >= {"download_projects", "download_summary"}
+    request, policy, runs = at.session_state["whatif"]
+    assert policy == "fairshare" and request.replicates == 3
+    assert sorted((p.budgets, p.replicate) for p in runs) == [(s, r) for s in ("current", "edited") for r in range(3)]
+    assert [m.label.split(" · ")[0].strip("*") for m in at.metric] == ["research", "infra"]
+    tree = _table(at, "tree")
+    assert tree["Change in delivered"].str.contains("within noise").any()
+    current = [r for p, r in runs.items() if p.budgets == "current"]
+    assert len({round(r.summary["delivered_over_owed"], 9) for r in current}) > 1  # replicates differ
+    assert {"chart_program_deltas", "chart_delivered", "chart_occupancy", "chart_preemptions",
+            *(f"chart_wait_{c}" for c in whatif.CLASSES)} <= _chart_keys(at)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_mip_shows_the_fairshare_preview_first() -> None:
+    """Under mip, the fairshare runs come first and the mip result replaces them."""
+    at = _app()
+    at.run()
+    _run(at, "mip", replicates=1)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    request, policy, _ = at.session_state["whatif"]
+    assert policy == "mip" == request.policy
+    ran = {k[2] for k in views._results() if k[0] == state.load_bundled("tiny").key and k[3] == request.days}
+    assert {"fairshare", "mip"} <= ran
+
+
+def test_the_csvs_carry_their_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each CSV download starts with the scenario, period, scheduler, replicates and shares."""
+    import streamlit.testing.v1.app_test as app_test
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    stores: list[MemoryMediaFileStorage] = []
+
+    class Kept(MemoryMediaFileStorage):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            stores.append(self)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Kept)
+    at = _app()
+    at.run()
+    _type(at, "tiny", "research", "60")
+    _run(at, replicates=2)
+    buttons = {b.key: b for b in at.get("download_button")}
+    for key in ("download_units", "download_summary"):
+        name = buttons[key].proto.url.rsplit("/", 1)[-1]
+        text = stores[-1].get_file(name).content.decode()
+        header = [line for line in text.splitlines() if line.startswith("# ")]
+        meta = dict(line[2:].split(": ", 1) for line in header)
+        assert meta["scenario"] == "tiny" and meta["scheduler"] == "fairshare" and meta["replicates"] == "2"
+        assert meta["period_days"] == str(state.default_days(state.load_bundled("tiny").scenario))
+        assert "research" in meta["edited_shares"] and "arrival" in meta["replicate_method"]
+        columns = text.splitlines()[len(header)]
+        assert "_h" in columns  # waits in hours as well as seconds
 
 
 def test_changing_budgets_after_a_run_marks_results_stale() -> None:
     """Results shown for other budgets than the editor's carry a warning to rerun."""
     at = _app()
-    at.session_state["policy"] = "fairshare"
     at.run()
-    at.session_state[f"days::{state.load_bundled('tiny').key}"] = 0.25
-    at.button(key="run_whatif").click()
-    at.run()
+    _run(at, replicates=1)
     assert not any("earlier settings" in w.value for w in at.warning)
-    _edit(at, "tiny", row=3, share=2.0)
-    at.run()
+    _type(at, "tiny", "infra", "30")
     assert any("earlier settings" in w.value for w in at.warning)
 
 
@@ -186,5 +220,5 @@ def test_plan_view_shows_the_epoch_and_why_jobs_wait() -> None:
     assert "chart_gantt" in _chart_keys(at)
     pending = _table(at, "pending").set_index("Job")
     # j9 wants all 32 GPUs of alpha while one of its nodes is drained.
-    assert pending.loc["j9", "Waiting because"].startswith("the only nodes it fits on are drained")
-    assert any(c.value.startswith("Solved with") for c in at.caption)
+    assert pending.loc["j9", "Waiting because"].startswith("the only nodes it fits on are down for maintenance")
+    assert any(i.value.startswith("Planned in") for i in at.info)

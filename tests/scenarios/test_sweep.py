@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,15 +23,18 @@ from hypothesis import strategies as st
 
 from models import Scenario
 from planner.simulator import simulate
-from planner.simulator.policies import OPTIONS as POLICY_OPTIONS
+from planner.scheduler import OPTIONS as POLICY_OPTIONS
 from scenarios import bundled_scenarios, load_scenario, sweep
 from scenarios.sweep import (
     ELAPSED_COLUMN,
     SweepBase,
+    SweepConfig,
     SweepError,
     expand,
     flatten_summary,
     point_key,
+    run_sweep,
+    takes_progress_callable,
 )
 
 GENERATED = """\
@@ -103,6 +106,21 @@ def kill_once_runner(
             os.close(fd)
             os.kill(os.getpid(), signal.SIGKILL)
     return simulate(scenario, policy, days=days, **options)
+
+
+def hours_runner(
+    scenario: Scenario,
+    policy: str,
+    *,
+    days: float | None = None,
+    progress: bool | Callable[[float, float], None] = False,
+    **options: Any,
+) -> Any:
+    """Report two simulated hours through ``progress``, a callable ``(done, total)``."""
+    if callable(progress):
+        progress(12.0, 24.0)
+        progress(24.0, 24.0)
+    return echo_runner(scenario, policy, days=days, **options)
 
 
 def counting_runner(
@@ -475,3 +493,65 @@ def test_failed_points_are_retried_on_rerun(tmp_path: Path) -> None:
     assert len(os.listdir(calls)) == 1
     assert again["error"].isna().all()
     assert pd.read_csv(out / "results.csv")["error"].isna().all()
+
+
+def test_a_spec_object_runs_like_the_arguments() -> None:
+    """``sweep(SweepConfig(...))`` gives the frame of the same sweep given as arguments."""
+    grid = {"policy.lookback": ["3d", "7d"]}
+    by_args = sweep("tiny", grid, days=DAYS, runner=echo_runner)
+    by_spec = sweep(SweepConfig(base="tiny", grid=grid, days=DAYS, runner=echo_runner))
+    columns = [c for c in by_args.columns if c != ELAPSED_COLUMN]
+    pd.testing.assert_frame_equal(by_args[columns], by_spec[columns])
+
+
+def test_a_spec_object_comes_alone() -> None:
+    """A SweepConfig with other arguments besides is refused rather than half used."""
+    with pytest.raises(TypeError, match="SweepConfig alone"):
+        run_sweep(SweepConfig(base="tiny"), days=1.0)
+
+
+def test_kept_results_and_hours_reach_the_caller() -> None:
+    """With keep, each point's whole result comes back; on_point hears every point and
+    on_hours the simulated hours of a runner that takes a progress callable."""
+    heard: list[tuple[str, float, float]] = []
+    points: list[str] = []
+    report = run_sweep(
+        SweepConfig(
+            base=TINY, grid={"policy.slices": [2, 4]}, days=DAYS, runner=hours_runner, keep=True,
+            on_point=lambda row, result: points.append(str(row["point"])),
+            on_hours=lambda key, done, total: heard.append((key, done, total)),
+        )
+    )
+    keys = list(report.frame["point"])
+    assert sorted(points) == sorted(keys) and set(report.results) == set(keys)
+    assert report.results[keys[0]].summary["slices"] == 2
+    assert {(k, d, t) for k, d, t in heard if d == t} == {(k, 24.0, 24.0) for k in keys}
+
+
+def test_hours_come_back_from_dask_workers(two_workers: Client) -> None:
+    """On Dask, the workers' simulated hours are passed on to on_hours in this process."""
+    heard: list[tuple[str, float, float]] = []
+    report = run_sweep(
+        SweepConfig(
+            base=TINY, grid={"policy.slices": [2, 4]}, days=DAYS, runner=hours_runner,
+            client=two_workers, on_hours=lambda key, done, total: heard.append((key, done, total)),
+        )
+    )
+    assert {k for k, d, t in heard if d == t} == set(report.frame["point"])
+
+
+def test_a_progress_flag_is_not_given_a_callable() -> None:
+    """Only a runner whose progress takes a callable is handed one."""
+    assert takes_progress_callable(hours_runner)
+    assert not takes_progress_callable(echo_runner)
+
+
+def test_a_loaded_scenario_base_runs_as_is_without_edits() -> None:
+    """A point with no scenario edit runs the loaded scenario itself, not a re-validated copy."""
+    scenario = load_scenario("tiny")
+    base = SweepBase.of_scenario(scenario, "fixed")
+    (point,) = expand(base, {"options.x": [1]}, ["fairshare"])
+    from scenarios.sweep import point_scenario
+
+    assert point_scenario(base, point) is scenario
+    assert base.fingerprint == "fixed"

@@ -45,7 +45,7 @@ def test_bad_sweep_values_name_the_file_and_field(tmp_path: Path, body: str, mes
 
 def test_every_checked_option_is_one_the_simulator_takes() -> None:
     """The option checks cover only real simulator options (no stale names)."""
-    from planner.simulator.policies import OPTIONS
+    from planner.scheduler import OPTIONS
 
     taken = {name for names in OPTIONS.values() for name in names}
     assert set(OPTION_CHECKS) <= taken

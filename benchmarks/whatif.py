@@ -1,0 +1,139 @@
+"""What-if benchmark: the app's timing targets on one simulated week of ai2-like.
+
+The issue's targets, current against edited budgets with replicates included:
+
+- the first answer, from the fast ``fairshare`` preview, in under 10 s;
+- the ``mip`` answer in under 3 minutes (and proportionally sooner with more workers).
+
+Both go through what the app runs (:func:`app_streamlit.whatif.run_points`: the sweep
+machinery on a local Dask cluster). Printed:
+
+1. the local cluster's start-up (paid once per app process);
+2. the preview of a fresh what-if (both sides), and of a second edit (only the edited
+   side runs: the current side's replicates are kept), each the median of ``--repeats``;
+3. ``mip``: a run of ``--mip-days`` per side and replicate (a full week takes about a
+   quarter of an hour per run here, so the default measures a shorter period) and the
+   week that extrapolates to, with what bounds it: the epochs in a week times the
+   planner's seconds per epoch, over the workers.
+
+Usage::
+
+    python benchmarks/whatif.py                     # preview x3, mip on 0.25 day (about 5 min)
+    python benchmarks/whatif.py --mip-days 7        # the real mip week (about an hour on 2 cores)
+    python benchmarks/whatif.py --workers 4 --replicates 3
+
+Timings on a shared machine are noisy: quote medians, with the core count. Exit code 1
+when the preview target is missed; the mip target is reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from planner.cli.table import format_table  # noqa: E402
+
+PREVIEW_TARGET_S = 10.0
+MIP_TARGET_S = 180.0
+
+
+def _timed(scenario: Any, points: Any, shares: Any, days: float, client: Any) -> tuple[float, dict[Any, Any]]:
+    """Wall seconds of one what-if's runs, and their results."""
+    from app_streamlit import whatif
+
+    started = time.perf_counter()
+    results = whatif.run_points(scenario, points, shares, days, client=client)
+    return time.perf_counter() - started, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="ai2-like")
+    parser.add_argument("--days", type=float, default=7.0, help="simulated days of the preview (default 7)")
+    parser.add_argument("--replicates", type=int, default=3, help="replicates per side (the app's default, 3)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local Dask workers")
+    parser.add_argument("--repeats", type=int, default=3, help="preview measurements (median reported)")
+    parser.add_argument("--mip-days", type=float, default=0.25, help="simulated days of the mip runs (0: skip)")
+    args = parser.parse_args(argv)
+
+    from distributed import Client
+
+    from app_streamlit import state, whatif
+    from scenarios.sweep import start_local_cluster
+
+    loaded = state.load_bundled(args.scenario)
+    s = loaded.scenario
+    first = next(iter(s.org)).name
+    print(
+        f"{args.scenario}: {len(s.jobs):,} jobs; {args.replicates} replicates a side; "
+        f"{args.workers} local Dask workers on {os.cpu_count()} cores (shared, noisy)"
+    )
+    rows: list[list[object]] = []
+    started = time.perf_counter()
+    cluster = start_local_cluster(args.workers)
+    client = Client(cluster)
+    rows.append(["local Dask cluster start", "", f"{time.perf_counter() - started:.1f}", "", ""])
+    try:
+        fresh, second, inside = [], [], []
+        for i in range(args.repeats):
+            shares, _ = state.shares_from_percents(s, {state.ROOT: {first: 30.0 + i}})
+            both = whatif.points_for("fairshare", args.replicates)
+            took, done = _timed(s, both, shares, args.days, client)
+            fresh.append(took)
+            inside += [r.seconds for r in done.values()]
+            edited = [p for p in both if p.budgets == "edited"]
+            other, _ = state.shares_from_percents(s, {state.ROOT: {first: 40.0 + i}})
+            second.append(_timed(s, edited, other, args.days, client)[0])
+        for name, times, runs in (
+            ("preview (fairshare), fresh: both sides", fresh, 2 * args.replicates),
+            ("preview (fairshare), next edit: edited side", second, args.replicates),
+        ):
+            median = statistics.median(times)
+            rows.append([
+                name, f"{args.days:g} d x {runs} runs", f"{median:.1f}",
+                ", ".join(f"{t:.1f}" for t in times),
+                "yes" if median <= PREVIEW_TARGET_S else "NO",
+            ])
+        rows.append([
+            "  one fairshare run, inside its worker", f"{args.days:g} d", f"{statistics.median(inside):.1f}",
+            f"at best {-(-2 * args.replicates // args.workers)} rounds of this per fresh what-if", "",
+        ])
+        ok = statistics.median(fresh) <= PREVIEW_TARGET_S
+        if args.mip_days > 0:
+            shares, _ = state.shares_from_percents(s, {state.ROOT: {first: 30.0}})
+            both = whatif.points_for("mip", args.replicates)
+            took, results = _timed(s, both, shares, args.mip_days, client)
+            per_run = statistics.median(r.seconds for r in results.values())
+            hours = args.mip_days * 24
+            week_run = per_run * (7 * 24) / hours
+            rounds = -(-len(both) // args.workers)
+            week = week_run * rounds
+            rows.append([
+                "mip, both sides", f"{args.mip_days:g} d x {len(both)} runs", f"{took:.1f}",
+                f"median run {per_run:.1f} s = {per_run / hours:.1f} s per simulated h", "",
+            ])
+            rows.append([
+                "mip, one week (extrapolated)", f"7 d x {len(both)} runs", f"{week:.0f}",
+                f"{rounds} rounds of {args.workers} runs x {week_run:.0f} s",
+                "yes" if week <= MIP_TARGET_S else "NO",
+            ])
+    finally:
+        client.close()
+        cluster.close()
+    print(format_table(["what", "work", "seconds (median)", "each / how", "target met"], rows))
+    print(
+        f"Targets: preview <= {PREVIEW_TARGET_S:g} s; mip week <= {MIP_TARGET_S:g} s. "
+        "Replicates run in parallel, one per worker: more workers, fewer rounds."
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Dask: the client a sweep runs on (given, by address, or a new local cluster), and the
+loop that hands each finished point back as it completes."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import queue
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from scenarios.sweep.errors import ELAPSED_COLUMN, ERROR_COLUMN, SchedulerUnreachable
+from scenarios.sweep.runner import HoursCallback, PointTask, _describe, _row_head, run_point_kept
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+@contextmanager
+def dask_client(workers: int, scheduler: str | None, client: Client | None) -> Iterator[Client | None]:
+    """The client to run on: the given one, one connected to ``scheduler``, one of a
+    new local cluster, or ``None`` (run in this process)."""
+    if client is not None:
+        yield client
+        return
+    if scheduler is None and workers == 0:
+        yield None
+        return
+    # distributed's constructors are untyped; go through Any rather than silence mypy.
+    dd: Any = importlib.import_module("distributed")
+    if scheduler is not None:
+        try:
+            connected = dd.Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SchedulerUnreachable(
+                None, f"cannot connect to the Dask scheduler at {scheduler}: {exc}"
+            ) from None
+        with connected:
+            yield connected
+        return
+    # Processes, one thread each: the simulator is pure Python, so threads would share
+    # one GIL. The scheduler's HTTP server takes any free port (a fixed one clashes
+    # between concurrent sweeps); the workers start none.
+    with start_local_cluster(workers) as cluster, dd.Client(cluster) as local:
+        yield local
+
+
+def start_local_cluster(workers: int) -> Any:
+    """A new local Dask cluster of ``workers`` processes, one thread each (see
+    :func:`dask_client`); the caller closes it. For a caller that runs many sweeps
+    (the what-if app), which would otherwise pay the start-up of workers each time."""
+    dd: Any = importlib.import_module("distributed")
+    return dd.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        worker_dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+
+
+#: ``finish(row, result)``: a finished point's row and (when kept) the runner's result.
+Finish = Callable[[dict[str, Any], Any], None]
+
+
+def run_on_dask(
+    client: Any, tasks: Sequence[PointTask], finish: Finish, hours: HoursCallback | None = None
+) -> None:
+    """Submit every task and hand each row to ``finish`` as soon as it completes.
+
+    A worker that dies mid-point (killed, out of memory) does not lose the point: the
+    scheduler reruns it on another worker, up to ``distributed.scheduler.allowed-failures``
+    times, after which the point is reported as failed. With ``hours``, the workers log
+    each running point's simulated hours as events, passed on here in this thread.
+    """
+    dd: Any = importlib.import_module("distributed")
+    run_id = uuid.uuid4().hex[:8]
+    topic = f"sweep-hours-{run_id}" if hours is not None else None
+    events: queue.Queue[Any] = queue.Queue()
+    if topic is not None:
+        client.subscribe_topic(topic, events.put)
+    futures = {
+        client.submit(
+            run_point_kept,
+            dataclasses.replace(task, hours_topic=topic),
+            key=f"sweep-{run_id}-{task.point.key}",
+            pure=False,
+        ): task
+        for task in tasks
+    }
+    pending = set(futures)
+    try:
+        while pending:
+            try:
+                done, pending = dd.wait(pending, timeout=0.25, return_when="FIRST_COMPLETED")
+            except TimeoutError:  # nothing finished yet: pass on the hours and wait again
+                done = set()
+            _drain(events, hours)
+            for future in done:
+                task = futures[future]
+                try:
+                    row, result = future.result()
+                except Exception as exc:  # the point's worker died too often, or was lost
+                    row, result = _row_head(task.point), None
+                    row[ERROR_COLUMN] = _describe(exc)
+                    row[ELAPSED_COLUMN] = None
+                finish(row, result)
+                future.release()
+    finally:
+        # On Ctrl-C (or any error) stop the points still queued; finished ones are saved.
+        client.cancel(list(futures))
+        if topic is not None:
+            client.unsubscribe_topic(topic)
+
+
+def _drain(events: queue.Queue[Any], hours: HoursCallback | None) -> None:
+    while hours is not None:
+        try:
+            event = events.get_nowait()
+        except queue.Empty:
+            return
+        message = event[1] if isinstance(event, tuple) and len(event) == 2 else event
+        if isinstance(message, dict) and "point" in message:
+            hours(str(message["point"]), float(message["done"]), float(message["total"]))
