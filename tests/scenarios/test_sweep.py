@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models import Scenario
-from planner.simulator import simulate
 from planner.scheduler import OPTIONS as POLICY_OPTIONS
+from planner.simulator import simulate
 from scenarios import bundled_scenarios, load_scenario, sweep
 from scenarios.sweep import (
     ELAPSED_COLUMN,
