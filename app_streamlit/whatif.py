@@ -152,7 +152,7 @@ def replicate_run(
     started = time.monotonic()
     if callable(progress) and not simulator_takes_callable():
         progress = False
-    result = simulate(scenario, policy, days=days, progress=progress, **options)  # type: ignore[arg-type]
+    result = simulate(scenario, policy, days=days, progress=progress, **options)
     out = from_simulation(result, policy, time.monotonic() - started)
     return dataclasses.replace(out, label=f"{budgets} budgets", replicate=replicate)
 
