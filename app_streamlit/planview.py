@@ -7,24 +7,14 @@ from typing import Any
 import pandas as pd
 
 from models import PendingReason, Plan, Pool, Scenario
+from planner.reasons import REASON_SENTENCES, SINGLE_NODE_GANG_WORDS
 
 HOUR = 3600.0
 
 # Plain words for each pending reason (the enum values are for programs, not people).
-REASON_WORDS: dict[PendingReason, str] = {
-    PendingReason.POOL_CAPACITY: "the cluster is full: every GPU it may use is taken",
-    PendingReason.NO_GANG_HOLE: "enough GPUs are free in all, but not on enough whole nodes at once for its job",
-    PendingReason.BUDGET_EXHAUSTED: "its project has used its budget, so it waits for idle GPUs",
-    PendingReason.FAIR_SHARE_RANK: "other projects that got less than their share went first",
-    PendingReason.MAINTENANCE: "the only nodes it fits on are down for maintenance",
-    PendingReason.CONTRACTS: "the GPUs are busy with jobs that may not be stopped yet (minimum runtime)",
-    PendingReason.PRIORITY: "more urgent work of its own project went first",
-}
-SINGLE_NODE_GANG_WORDS = (
-    "the free GPUs are scattered: no single node has enough of them free for as long as it runs"
-)
-""":attr:`PendingReason.NO_GANG_HOLE` for a job that fits on one node: it needs no whole
-nodes, only one node with enough GPUs free for long enough."""
+REASON_WORDS: dict[PendingReason, str] = REASON_SENTENCES
+"""Plain words for each pending reason: ``planner.reasons``' own, so the plan view says
+what ``squeue`` and ``gpuplan status`` say."""
 
 
 def reason_words(reason: PendingReason, job_gpus: int | None, largest_node: int | None) -> str:

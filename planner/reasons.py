@@ -24,16 +24,21 @@ from models import PendingReason, format_duration
 WEEK = 7 * 86400.0
 
 REASON_SENTENCES: dict[PendingReason, str] = {
-    PendingReason.POOL_CAPACITY: "every pool it may use is full",
-    PendingReason.NO_GANG_HOLE: "enough GPUs are free, but not on enough whole nodes for its gang",
-    PendingReason.BUDGET_EXHAUSTED: "its project's budget is used up, so it may only run on idle GPUs",
-    PendingReason.FAIR_SHARE_RANK: "GPUs went to projects further below their fair share",
-    PendingReason.MAINTENANCE: "the only nodes it fits on are drained for maintenance",
-    PendingReason.CONTRACTS: "the GPUs are held by jobs still inside their minimum runtime",
-    PendingReason.PRIORITY: "higher-priority work of its own project went first",
+    PendingReason.POOL_CAPACITY: "the cluster is full: every GPU it may use is taken",
+    PendingReason.NO_GANG_HOLE: "enough GPUs are free in all, but not on enough whole nodes at once for its job",
+    PendingReason.BUDGET_EXHAUSTED: "its project has used its budget, so it waits for idle GPUs",
+    PendingReason.FAIR_SHARE_RANK: "other projects that got less than their share went first",
+    PendingReason.MAINTENANCE: "the only nodes it fits on are down for maintenance",
+    PendingReason.CONTRACTS: "the GPUs are busy with jobs that may not be stopped yet (minimum runtime)",
+    PendingReason.PRIORITY: "more urgent work of its own project went first",
 }
-"""The sentence for each pending reason when no numbers are known (the app's plan view
-shows the same words, ``app_streamlit.planview.REASON_WORDS``)."""
+SINGLE_NODE_GANG_WORDS = (
+    "the free GPUs are scattered: no single node has enough of them free for as long as it runs"
+)
+""":attr:`PendingReason.NO_GANG_HOLE` for a job that fits on one node: it needs no whole
+nodes, only one node with enough GPUs free for long enough."""
+"""The sentence for each pending reason when no numbers are known: the one wording
+``squeue``, ``gpuplan status`` and the app's plan view all use."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,7 @@ def waiting(
             return f"waiting: {_jobs(f.ahead_in_project, 'of project ' + f.project)} with higher priority or urgency go first"
         return f"waiting: {REASON_SENTENCES[reason]}"
     if reason is PendingReason.POOL_CAPACITY:
-        return f"waiting: every pool it may use{_pools(f.pools)} is full"
+        return f"waiting: {REASON_SENTENCES[reason]}{_pools(f.pools)}"
     return f"waiting: {REASON_SENTENCES[reason]}"
 
 

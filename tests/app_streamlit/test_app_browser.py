@@ -70,3 +70,41 @@ def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(t
             raise
         finally:
             browser.close()
+
+
+def test_the_live_page_shows_a_running_clusters_ledger(tmp_path: Path) -> None:
+    """In chromium: the live tab, pointed at the ledger of a short ``gpuplan run``
+    (dryrun, tiny), shows the standing and owed-against-delivered charts and the queue
+    table, and changes neither the ledger nor its status file."""
+    from playwright.sync_api import sync_playwright
+
+    from planner.cli import main
+
+    ledger = tmp_path / "usage.sqlite"
+    assert main(["run", "tiny", "--policy", "fairshare", "--ledger", str(ledger), "--epochs", "1",
+                 "--slice-seconds", "1", "--poll", "0.2", "-o", f"log={tmp_path / 'a.jsonl'}"]) == 0
+    status = Path(f"{ledger}.status.json")
+    before = (ledger.read_bytes(), status.read_bytes())
+    with running_app(log=tmp_path / "streamlit.log") as url, sync_playwright() as p:
+        browser = drive.launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        try:
+            drive.open_app(page, url, "tiny")
+            drive.open_tab(page, "5. Live cluster")
+            box = page.get_by_role("textbox", name="Ledger file")
+            box.fill(str(ledger))
+            box.press("Enter")
+            drive.wait_idle(page)
+            drive.wait_for_charts(page)
+            headings = page.locator("h3").all_inner_texts()
+            assert any(h.startswith("Owed against delivered") for h in headings), headings
+            assert any(h.startswith("Standing over time") for h in headings), headings
+            assert "Queue" in headings, headings
+            assert page.get_by_text("research/nlp").count() >= 1
+            assert not page.get_by_test_id("stException").count()
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert (ledger.read_bytes(), status.read_bytes()) == before

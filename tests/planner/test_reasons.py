@@ -73,7 +73,7 @@ def test_budget_line_names_the_project_and_its_headroom() -> None:
 def test_maintenance_line_counts_drained_nodes() -> None:
     """A maintenance wait counts the drained nodes."""
     line = reasons.waiting(PendingReason.MAINTENANCE, WaitFacts(drained_nodes=2))
-    assert line == "waiting for maintenance: the only nodes it fits on are drained for maintenance (2 nodes drained)"
+    assert line == "waiting for maintenance: the only nodes it fits on are down for maintenance (2 nodes drained)"
 
 
 def test_priority_line_counts_the_jobs_of_its_own_project() -> None:
@@ -85,7 +85,7 @@ def test_priority_line_counts_the_jobs_of_its_own_project() -> None:
 def test_pool_capacity_line_lists_the_pools() -> None:
     """A capacity wait lists the pools the job may use."""
     line = reasons.waiting(PendingReason.POOL_CAPACITY, WaitFacts(pools=("a/H100", "b/B200")))
-    assert line == "waiting: every pool it may use (a/H100, b/B200) is full"
+    assert line == "waiting: the cluster is full: every GPU it may use is taken (a/H100, b/B200)"
 
 
 def test_waiting_for_plan_gives_the_submit_time() -> None:
