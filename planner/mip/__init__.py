@@ -293,7 +293,9 @@ def _lp_guided(
         if best.gap(bound) <= rel_gap:
             break
         share = DIVE_SHARE if i == 0 else 1.0
-        result = dive(form.model, decisions, now + share * left, up, down, lp=lp)
+        result = dive(
+            form.model, decisions, now + share * left, up, down, lp=lp, lp_deadline=deadline
+        )
         if result is None:
             break
         last = result
@@ -309,8 +311,13 @@ def _lp_guided(
         if solver.capabilities.warm_start and start is not None:
             form.model.hint = {i: int(v) for i, v in enumerate(start)}
         whole = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
-        why = _why(whole, rel_gap)
-        return whole, "", None, f"{solver.name} on the whole model, no LP optimum from {lp.name}: {why}"
+        why = f"{solver.name} on the whole model, no LP optimum from {lp.name}: {_why(whole, rel_gap)}"
+        if whole.values is not None or best.values is None or best.objective is None:
+            return whole, "", None, why
+        # No answer from the backend either: the greedy plan, unflagged, with no bound.
+        seconds = time.perf_counter() - t_start
+        kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+        return kept, "", best.placed, why + "; the greedy plan is kept"
     note = f"; LP dives ({lp.name}): {'; '.join(dives)}"
     if best.gap(bound) <= rel_gap:
         ended = f"LP dive {len(dives)}: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"

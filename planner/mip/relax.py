@@ -74,6 +74,7 @@ def dive(
     down: float = 0.4,
     keep: bool = True,
     lp: LpCapable | None = None,
+    lp_deadline: float | None = None,
 ) -> Dive | None:
     """LP diving: round the ``decisions`` the LP leaves fractional, re-solving as it goes.
 
@@ -83,14 +84,16 @@ def dive(
     A round-up that makes the LP infeasible is turned into a round-down. Stops when
     every decision is integral or at ``deadline``; returns the first LP's bound and the
     last LP values (``None`` without an LP-capable backend or without an LP optimum).
-    Rounding the rest down keeps every ``<=`` row of this model.
+    Rounding the rest down keeps every ``<=`` row of this model. The first LP may run
+    until ``lp_deadline`` (default ``deadline``): its bound is worth having even when no
+    time is left to round.
     """
     lp = lp or lp_backend()
     if lp is None:
         return None
     t0 = time.perf_counter()
     h = lp.open_lp(model)
-    if not h.run(deadline - time.perf_counter()):
+    if not h.run(max(lp_deadline or deadline, deadline) - time.perf_counter()):
         return None
     bound = h.objective()
     values = h.values()
