@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models import Plan, Snapshot
-from planner.mip.backends import Capabilities
 from planner.mip import plan_epoch
+from planner.mip.backends import Capabilities
 from planner.placement import nodes_needed, place_gang
 
 from .conftest import SnapBuilder
