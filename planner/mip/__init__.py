@@ -62,6 +62,11 @@ SEARCH_TARGET_SHARE = 0.5
 SEARCH_GAP_SHARE = 0.125
 #: No neighbourhood search is started with less time than this left (seconds).
 MIN_SEARCH = 1.0
+#: Share of the time left the first neighbourhood search may take.
+FIRST_SHARE = 0.7
+#: Job decisions freed by the second neighbourhood; later ones grow by half after a
+#: search that finished in under half its time, and shrink by a third otherwise.
+NEXT_VARS = 1500
 
 Placed = tuple[list[Run], set[str], Board]
 
@@ -112,7 +117,7 @@ def plan_epoch(
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 3.0 * (time.perf_counter() - t0) + 0.3
+    reserve = 5.0 * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -350,9 +355,9 @@ def _lp_guided(
         small, keep, full = sub.restrict(sub.lower, sub.upper)
         if not caps.warm_start and not caps.hints:
             small.hint = {}
-        # The first search may take all the time left; later ones half, so that one
-        # stuck in a poor neighbourhood leaves time for another.
-        budget = left - 0.5 if round_ == 1 or left < 3 * MIN_SEARCH else max((left - 0.5) / 2, MIN_SEARCH)
+        # The first search may take most of the time left, later ones half: one stuck
+        # in a poor neighbourhood leaves time for another.
+        budget = left - 0.5 if left < 3 * MIN_SEARCH else max((left - 0.5) * FIRST_SHARE if round_ == 1 else (left - 0.5) / 2, MIN_SEARCH)
         started = time.perf_counter()
         found = solver.solve(small, time_limit=budget, rel_gap=SEARCH_GAP_SHARE * rel_gap)
         spent = time.perf_counter() - started
@@ -388,7 +393,7 @@ def _lp_guided(
             break
         # Size the next neighbourhood by how this one went: one searched to its end
         # well within its time can be larger, one cut off by the time limit smaller.
-        grown = small.num_vars if size == 0 else size
+        grown = size or NEXT_VARS
         size = int(grown * 1.5) if spent < 0.5 * budget else max(int(grown / 1.5), 200)
         if time.perf_counter() + MIN_SEARCH > deadline:
             ended = f"neighbourhood search {round_}: {why}; time limit, gap {best.gap(bound):.2%} above the target {rel_gap:.2%}"

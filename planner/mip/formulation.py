@@ -167,8 +167,10 @@ def apply(epoch: Epoch) -> Formulation:
                 funded_pieces.setdefault(job.project, []).append(piece)
 
     # 2. Queued classes: x[c, p, a] members started in slice a on pool p.
+    caps = [[pool.capacity(k) for k in range(S)] for pool in epoch.pools]
     for c in epoch.classes:
         count_terms: list[tuple[int, int]] = []
+        per_q = _class_bonus(epoch, ranks, c)
         fund = (c.project, c.urgent)
         for p in c.pools:
             pool = epoch.pools[p]
@@ -182,7 +184,7 @@ def apply(epoch: Epoch) -> Formulation:
                 node_pools.add(p)
             for a in range(S):
                 span = c.length(a, S)
-                room = min(pool.capacity(k) for k in range(a, a + span)) // taken
+                room = min(caps[p][a : a + span]) // taken
                 if room <= 0:
                     continue
                 ub = min(len(c.jobs), room)
@@ -196,7 +198,7 @@ def apply(epoch: Epoch) -> Formulation:
                     )
                     if whole:
                         node_terms.setdefault((p, k), []).append((var, whole))
-                gain = span * (WORK_BONUS * wq + _class_bonus(epoch, ranks, c, wq))
+                gain = span * (WORK_BONUS * wq + per_q * wq)
                 if c.resuming:
                     gain -= _resume_cost(epoch, wq)
                 m.add_objective(var, gain)
@@ -405,13 +407,14 @@ def _job_bonus(ranks: Ranks, job: Job, wq: int) -> int:
     return bonus * wq
 
 
-def _class_bonus(epoch: Epoch, ranks: Ranks, c: JobClass, wq: int) -> int:
+def _class_bonus(epoch: Epoch, ranks: Ranks, c: JobClass) -> int:
+    """Priority, urgent and aging bonus of a class, per quantum."""
     bonus = round(PRIORITY_BONUS * ranks.get((c.project, c.priority), 0.0))
     if c.urgent:
         bonus += URGENT_BONUS
     multi = any(epoch.pools[p].multi(c.gpus) for p in c.pools)
     bonus += AGING_BONUS * c.aging * (2 if multi else 1)
-    return bonus * wq
+    return bonus
 
 
 def _preempt_cost(epoch: Epoch, job: Job, wq: int, progress: float) -> int:
