@@ -6,8 +6,11 @@
 2. build the greedy plan (:mod:`planner.mip.greedy`): the fallback and the warm start;
 3. build the backend-neutral MIP (:func:`planner.mip.formulation.apply`);
 4. solve it with the chosen backend (:mod:`planner.mip.backends`); large epochs first
-   solve the LP relaxation, round it, and let the backend improve the rounding in the
-   neighbourhood of the LP optimum (:mod:`planner.mip.relax`);
+   solve the LP relaxation with the registry's LP-capable backend, round it, and let
+   the chosen backend improve the incumbent in neighbourhoods, first of the LP's
+   fractional decisions, then where LP and incumbent disagree, until the gap or the
+   time limit (:mod:`planner.mip.relax`); ``solver.message`` ends with the phase that
+   ended the search and why;
 5. read the answer back, place gangs on nodes and fill what is left
    (:func:`planner.mip.formulation.invert`, :mod:`planner.mip.assemble`);
 6. say why each waiting job waits (:mod:`planner.mip.explain`).
@@ -32,6 +35,7 @@ from planner.mip.backends import (
     lp_backend,
 )
 from planner.mip.backends.base import LpCapable, Prestarting
+from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
 from planner.mip.formulation import (
@@ -46,6 +50,10 @@ from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
 from planner.mip.relax import Dive, Relaxation, dive, neighbourhood
 
+#: A decomposed epoch has one part per this many start variables (estimated).
+PART_STARTS = 150_000
+#: Seconds of a decomposed epoch's time limit kept for merging the parts' plans.
+MERGE_RESERVE = 1.0
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 2000
 #: Share of the time left that the first LP dive may take.
@@ -78,6 +86,7 @@ def plan_epoch(
     time_limit: float = 10.0,
     rel_gap: float = 0.01,
     previous: Plan | None = None,
+    decompose: int | None = None,
 ) -> Plan:
     """Plan the epoch that starts at ``snapshot.now``.
 
@@ -93,6 +102,11 @@ def plan_epoch(
         Stop once the incumbent is within this fraction of the proven bound.
     previous
         The previous epoch's plan: jobs keep its nodes where they can.
+    decompose
+        Plan in this many parts of whole clusters (:mod:`planner.mip.decompose`); 0 or 1:
+        never; ``None`` (default): when the model would have more than
+        :data:`~planner.mip.decompose.DECOMPOSE_STARTS` start variables, into one part
+        per :data:`PART_STARTS` of them (at most one per cluster).
 
     Returns
     -------
@@ -110,6 +124,11 @@ def plan_epoch(
     t0 = time.perf_counter()
     solver = get_backend(backend) if isinstance(backend, str) else backend
     name = solver.name
+    if decompose is None:
+        n_starts = estimated_starts(snapshot)
+        decompose = math.ceil(n_starts / PART_STARTS) if n_starts > DECOMPOSE_STARTS else 1
+    if decompose > 1:
+        return _decomposed(snapshot, solver, decompose, time_limit, rel_gap, previous, t0)
     if solver.capabilities.prestart and isinstance(solver, Prestarting):
         solver.warm()  # the backend's solver process starts while the model is built
     # 1-2. Geometry and the greedy plan.
@@ -488,6 +507,40 @@ def _next_neighbourhood(
         hint={v: int(x) for v, x in enumerate(incumbent)},
     )
     return sub, chosen
+
+
+def _decomposed(
+    snapshot: Snapshot,
+    solver: Backend,
+    parts: int,
+    time_limit: float,
+    rel_gap: float,
+    previous: Plan | None,
+    t0: float,
+) -> Plan:
+    """Plan the parts of :func:`~planner.mip.decompose.split` one by one and merge them.
+
+    Each part's time limit is its share (by job count) of the time left, less a reserve
+    for merging.
+    """
+    subs = split(snapshot, parts)
+    jobs_left = sum(len(s.jobs) for s in subs)
+    plans: list[Plan] = []
+    for sub in subs:
+        left = t0 + time_limit - MERGE_RESERVE - time.perf_counter()
+        share = len(sub.jobs) / max(jobs_left, 1)
+        jobs_left -= len(sub.jobs)
+        plans.append(
+            plan_epoch(
+                sub,
+                backend=solver,
+                time_limit=max(left * share, 0.5),
+                rel_gap=rel_gap,
+                previous=previous,
+                decompose=1,
+            )
+        )
+    return merge(snapshot, plans, solver.name, time.perf_counter() - t0, "")
 
 
 def _why(result: SolveResult, rel_gap: float) -> str:
