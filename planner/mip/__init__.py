@@ -332,6 +332,12 @@ def _lp_guided(
         )
     if last is None:
         left = max(deadline - time.perf_counter(), 0.01)
+        if left < MIN_SEARCH and best.values is not None and best.objective is not None:
+            # The LP took the time: a backend started now on the whole model would only
+            # overrun the limit (building its model alone takes longer); keep the greedy.
+            seconds = time.perf_counter() - t_start
+            kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+            return kept, "", best.placed, f"LP dive: no LP optimum from {lp.name} within the time limit; the greedy plan is kept"
         if solver.capabilities.warm_start and start is not None:
             form.model.hint = {i: int(v) for i, v in enumerate(start)}
         whole = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
