@@ -98,6 +98,8 @@ def apply(epoch: Epoch) -> Formulation:
     slice_terms: dict[tuple[str, bool, int], list[tuple[int, int]]] = {}
     slice_fixed: dict[tuple[str, bool, int], int] = {}
     slice_max: dict[tuple[str, bool, int], int] = {}
+    # The most each project could be charged, were everything it could run to run.
+    charge_most: dict[str, int] = {}
     single_on_node: dict[tuple[str, int], list[int | None]] = {}  # None: fixed running
     # All work per project (funded or free): variable terms, the contracted constant.
     work_terms: dict[str, list[tuple[int, int]]] = {}
@@ -144,6 +146,7 @@ def apply(epoch: Epoch) -> Formulation:
             if job.allocated:
                 size = (job.project, job.urgent, wq)
                 funded_max[fund] = funded_max.get(fund, 0) + wq
+                charge_most[job.project] = charge_most.get(job.project, 0) + epoch.charge_of(wq, job.urgent)
                 slice_max[size] = slice_max.get(size, 0) + 1
                 if var is None:
                     funded_fixed[fund] = funded_fixed.get(fund, 0) + wq
@@ -171,6 +174,7 @@ def apply(epoch: Epoch) -> Formulation:
     for c in epoch.classes:
         count_terms: list[tuple[int, int]] = []
         per_q = _class_bonus(epoch, ranks, c)
+        most = 0  # the most one member could be charged
         fund = (c.project, c.urgent)
         for p in c.pools:
             pool = epoch.pools[p]
@@ -209,8 +213,11 @@ def apply(epoch: Epoch) -> Formulation:
                     funded_max[fund] = funded_max.get(fund, 0) + span * wq * ub
                     slice_terms.setdefault(size, []).append((var, span))
                     slice_max[size] = slice_max.get(size, 0) + span * ub
+                    most = max(most, span * epoch.charge_of(wq, c.urgent))
         if count_terms:
             m.add_constraint(count_terms, "<=", len(c.jobs), f"count[{c.index}]")
+        if most:
+            charge_most[c.project] = charge_most.get(c.project, 0) + most * len(c.jobs)
 
     # 3. Capacity per pool and slice, in GPUs; whole nodes for gangs that need them.
     for (p, k), terms in gpu_terms.items():
@@ -238,11 +245,14 @@ def apply(epoch: Epoch) -> Formulation:
     # 4. Budgets, in whole slices as the plan charges them (assemble.charge_runs):
     #    y[P, urgent, q] charged slices of q quanta each, at most the funded slices of
     #    that size run; w[P, urgent] their work; each slice costs its charge, and the
-    #    charges stay within the headroom.
+    #    charges stay within the headroom. A project whose headroom covers everything it
+    #    could run (``ample``) is charged all its funded work: w[P, urgent] <= its
+    #    funded work, no counts and no budget row, so the model stays small.
+    ample = {p for p, most in charge_most.items() if most <= epoch.headroom_q.get(p, 0)}
     for size in sorted(slice_max):
         project, urgent, q = size
         top = slice_max[size]
-        if top <= 0:
+        if top <= 0 or project in ample:
             continue
         y = m.add_var(f"y[{project},{'urgent' if urgent else 'normal'},{q}]", 0, top)
         f.y[size] = y
@@ -251,15 +261,26 @@ def apply(epoch: Epoch) -> Formulation:
     by_fund: dict[tuple[str, bool], list[tuple[int, int]]] = {}
     for (project, urgent, q), y in f.y.items():
         by_fund.setdefault((project, urgent), []).append((q, y))
-    for fund in sorted(by_fund):
+    for fund in sorted(funded_max):
         project, urgent = fund
-        sizes = by_fund[fund]
+        kind = "urgent" if urgent else "normal"
+        if project in ample:
+            if funded_max[fund] <= 0:
+                continue
+            w = m.add_var(f"w[{project},{kind}]", 0, funded_max[fund])
+            f.w[fund] = w
+            terms = [(w, 1)] + [(v, -q) for v, q in funded_terms.get(fund, [])]
+            m.add_constraint(terms, "<=", funded_fixed.get(fund, 0), f"funded[{project},{int(urgent)}]")
+            continue
+        sizes = by_fund.get(fund, [])
+        if not sizes:
+            continue
         top = sum(q * m.upper[y] for q, y in sizes)
-        w = m.add_var(f"w[{project},{'urgent' if urgent else 'normal'}]", 0, top)
+        w = m.add_var(f"w[{project},{kind}]", 0, top)
         f.w[fund] = w
         terms = [(w, 1)] + [(y, -q) for q, y in sizes]
         m.add_constraint(terms, "<=", 0, f"funded[{project},{int(urgent)}]")
-    for project in sorted({p for p, _ in f.w}):
+    for project in sorted({p for p, _ in f.w} - ample):
         terms = [
             (y, epoch.charge_of(q, urgent))
             for urgent in (False, True)
@@ -500,12 +521,14 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         values[var] = int(any(r.running and node in r.nodes and k < r.last for r in runs))
     charged: dict[str, int] = {}
     for key, n in counts.items():
-        y = f.y.get(key)
-        if y is None:
-            return None
-        values[y] = n
         project, urgent, q = key
-        values[f.w[(project, urgent)]] += q * n
+        w_var = f.w.get((project, urgent))
+        if w_var is None:
+            return None
+        y = f.y.get(key)
+        if y is not None:
+            values[y] = n
+        values[w_var] += q * n
         charged[project] = charged.get(project, 0) + q * n
     total_charged = dict(charged)
     within: dict[str, int] = {}
