@@ -71,7 +71,7 @@ SEARCH_GAP_SHARE = 0.125
 #: No neighbourhood search is started with less time than this left (seconds).
 MIN_SEARCH = 1.0
 #: Share of the time left the first neighbourhood search may take.
-FIRST_SHARE = 0.7
+FIRST_SHARE = 0.8
 #: Job decisions freed by the second neighbourhood; later ones grow by half after a
 #: search that finished in under half its time, and shrink by a third otherwise.
 NEXT_VARS = 1500
@@ -136,7 +136,7 @@ def plan_epoch(
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 5.0 * (time.perf_counter() - t0) + 0.3
+    reserve = 3.0 * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
