@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", nargs="+", default=["cpsat"])
     ap.add_argument("--time-limit", type=float, default=None, help="default: the family's target")
     ap.add_argument("--gap", type=float, default=0.01)
-    ap.add_argument("--seeds", type=int, default=5, help="snapshots per family (seeds 1..N)")
+    ap.add_argument("--seeds", type=int, default=3, help="snapshots per family (seeds 1..N)")
     ap.add_argument("--quick", action="store_true", help="2 seeds per family")
     ap.add_argument("--jobs", type=int, default=None, help="override the family's job count")
     ap.add_argument("--code", type=Path, default=None, help="the checkout whose planner to run")

@@ -8,9 +8,10 @@ Each family is one kind of epoch a planner meets, drawn from a seed:
   in 5 pools of three types, 150 projects in a three-level tree, gangs of 1-128 GPUs,
   run times of 1-48 h, minimum runtimes of 15 min-8 h, most jobs resumable, 40%
   restricted to one or two GPU types;
-- ``gang-heavy``: half of the GPU demand in 64-512-GPU gangs;
+- ``gang-heavy``: half of the GPU demand in 64-512-GPU gangs (the other families
+  have about half of theirs in 64- and 128-GPU gangs: their jobs are 1-128 GPUs);
 - ``type-restricted``: most jobs (80%) allowed one GPU type;
-- ``urgent-heavy``: a third of the jobs urgent;
+- ``urgent-heavy``: a third of the funded jobs urgent (28% of all jobs);
 - ``many-projects``: 1,000 projects in a four-level tree;
 - ``maintenance``: a fifth of the largest pool drained from the second slice on;
 - ``scale``: 30,000 jobs on 40,000 GPUs in 20 pools, 1,000 projects, cold, gangs 1-512.
