@@ -6,8 +6,11 @@
 2. build the greedy plan (:mod:`planner.mip.greedy`): the fallback and the warm start;
 3. build the backend-neutral MIP (:func:`planner.mip.formulation.apply`);
 4. solve it with the chosen backend (:mod:`planner.mip.backends`); large epochs first
-   solve the LP relaxation, round it, and let the backend improve the rounding in the
-   neighbourhood of the LP optimum (:mod:`planner.mip.relax`);
+   solve the LP relaxation with the registry's LP-capable backend, round it, and let
+   the chosen backend improve the incumbent in neighbourhoods, first of the LP's
+   fractional decisions, then where LP and incumbent disagree, until the gap or the
+   time limit (:mod:`planner.mip.relax`); ``solver.message`` ends with the phase that
+   ended the search and why;
 5. read the answer back, place gangs on nodes and fill what is left
    (:func:`planner.mip.formulation.invert`, :mod:`planner.mip.assemble`);
 6. say why each waiting job waits (:mod:`planner.mip.explain`).
@@ -17,19 +20,40 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from models import Plan, Snapshot, SolverInfo, SolveStatus
 from planner.mip.assemble import Board, Run, build_plan, place_runs
-from planner.mip.backends import Backend, SolveResult, available_backends, get_backend
+from planner.mip.backends import (
+    Backend,
+    SolveResult,
+    available_backends,
+    get_backend,
+    lp_backend,
+)
+from planner.mip.backends.base import LpCapable, Prestarting
+from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
-from planner.mip.formulation import Formulation, apply, hint_from_runs, invert, values_of_runs
+from planner.mip.formulation import (
+    Formulation,
+    apply,
+    charge_counts,
+    hint_from_runs,
+    invert,
+    values_of_runs,
+)
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
-from planner.mip.relax import Dive, Relaxation, dive, lp_available, neighbourhood
+from planner.mip.model import LinearModel
+from planner.mip.relax import Dive, Relaxation, dive, neighbourhood
 
+#: A decomposed epoch has one part per this many start variables (estimated).
+PART_STARTS = 150_000
+#: Seconds of a decomposed epoch's time limit kept for merging the parts' plans.
+MERGE_RESERVE = 1.0
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 2000
 #: Share of the time left that the first LP dive may take.
@@ -44,6 +68,13 @@ SEARCH_TARGET_SHARE = 0.5
 #: ... or once it is within this fraction of ``rel_gap`` of its own (the neighbourhood's)
 #: bound: nothing much better is left to find there.
 SEARCH_GAP_SHARE = 0.125
+#: No neighbourhood search is started with less time than this left (seconds).
+MIN_SEARCH = 1.0
+#: Share of the time left the first neighbourhood search may take.
+FIRST_SHARE = 0.8
+#: Job decisions freed by the second neighbourhood; later ones grow by half after a
+#: search that finished in under half its time, and shrink by a third otherwise.
+NEXT_VARS = 1500
 
 Placed = tuple[list[Run], set[str], Board]
 
@@ -55,6 +86,7 @@ def plan_epoch(
     time_limit: float = 10.0,
     rel_gap: float = 0.01,
     previous: Plan | None = None,
+    decompose: int | None = None,
 ) -> Plan:
     """Plan the epoch that starts at ``snapshot.now``.
 
@@ -70,6 +102,11 @@ def plan_epoch(
         Stop once the incumbent is within this fraction of the proven bound.
     previous
         The previous epoch's plan: jobs keep its nodes where they can.
+    decompose
+        Plan in this many parts of whole clusters (:mod:`planner.mip.decompose`); 0 or 1:
+        never; ``None`` (default): when the model would have more than
+        :data:`~planner.mip.decompose.DECOMPOSE_STARTS` start variables, into one part
+        per :data:`PART_STARTS` of them (at most one per cluster).
 
     Returns
     -------
@@ -87,15 +124,19 @@ def plan_epoch(
     t0 = time.perf_counter()
     solver = get_backend(backend) if isinstance(backend, str) else backend
     name = solver.name
-    warm = getattr(solver, "warm", None)
-    if callable(warm):
-        warm()  # a backend's solver process starts while the model is built
+    if decompose is None:
+        n_starts = estimated_starts(snapshot)
+        decompose = math.ceil(n_starts / PART_STARTS) if n_starts > DECOMPOSE_STARTS else 1
+    if decompose > 1:
+        return _decomposed(snapshot, solver, decompose, time_limit, rel_gap, previous, t0)
+    if solver.capabilities.prestart and isinstance(solver, Prestarting):
+        solver.warm()  # the backend's solver process starts while the model is built
     # 1-2. Geometry and the greedy plan.
     epoch = build_epoch(snapshot)
     greedy = greedy_runs(epoch, previous)
     # Placement, gap filling, reasons and the plan's objects take a few times the
     # greedy's time: keep that much of the limit for them.
-    reserve = 8.0 * (time.perf_counter() - t0) + 0.3
+    reserve = 3.0 * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -104,7 +145,7 @@ def plan_epoch(
             backend=name,
             status=SolveStatus.TRIVIAL,
             seconds=time.perf_counter() - t0,
-            message="nothing to decide",
+            message="nothing to decide; ended by the model: no job to start or preempt",
         )
         return greedy_plan(epoch, greedy, info)
     t_model = time.perf_counter()
@@ -112,27 +153,40 @@ def plan_epoch(
     note = ""
     placed: Placed | None = None
     try:
-        if form.model.num_vars > LP_GUIDED_VARS and lp_available():
-            result, note, placed = _lp_guided(form, solver, epoch, previous, deadline, rel_gap)
+        lp = lp_backend() if form.model.num_vars > LP_GUIDED_VARS else None
+        if lp is not None:
+            result, note, placed, ended = _lp_guided(
+                form, solver, lp, epoch, greedy, previous, deadline, rel_gap
+            )
         else:
-            form.model.hint = hint_from_runs(form, greedy.runs)
+            if solver.capabilities.warm_start:
+                form.model.hint = hint_from_runs(form, greedy.runs)
             left = max(deadline - time.perf_counter(), 0.01)
             result = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
+            ended = f"{name} on the whole model: {_why(result, rel_gap)}"
     except Exception as exc:  # a backend must not take the planner down
-        return _fallback(epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc))
+        return _fallback(
+            epoch, greedy, name, SolveStatus.ERROR, t0, repr(exc), "the backend raised an error"
+        )
     if result.values is None:
-        return _fallback(epoch, greedy, name, result.status, t0, result.message)
+        return _fallback(
+            epoch, greedy, name, result.status, t0, result.message,
+            f"{name} gave no answer ({result.status.value})",
+        )
     t_solved = time.perf_counter()
     # 5. Back to the domain: placement and gap filling (already done for the LP dive's
     # incumbent, whose values are those of its placed runs).
     if placed is None:
         ends, starts = invert(form, result.values)
-        placed = place_runs(epoch, ends, starts, previous, fill=True)
+        placed = place_runs(
+            epoch, ends, starts, previous, fill=True, counts=charge_counts(form, result.values)
+        )
     runs, dropped, board = placed
     final = values_of_runs(form, runs)
     objective = float(form.model.value(final)) if final is not None else result.objective
-    as_charged = values_of_runs(form, runs, as_charged=True)
-    charged_objective = float(form.model.value(as_charged)) if as_charged is not None else None
+    # The model charges whole slices as the plan does (charge_runs follows its counts),
+    # so the plan's own charging is the objective.
+    charged_objective = float(form.model.value(final)) if final is not None else None
     bound = result.bound
     status = result.status
     if bound is not None and objective is not None:
@@ -160,7 +214,8 @@ def plan_epoch(
         message=f"{form.model.num_vars} variables, {len(form.model.constraints)} constraints, "
         f"{len(epoch.classes)} job classes; solver {result.seconds:.2f}s ({result.message})"
         + note
-        + (f"; {len(dropped)} gang(s) found no hole" if dropped else ""),
+        + (f"; {len(dropped)} gang(s) found no hole" if dropped else "")
+        + f"; ended by {ended}",
     )
     plan = build_plan(epoch, runs, pending, info)
     # Each phase's duration, so a slow epoch says where its time went.
@@ -176,118 +231,351 @@ def plan_epoch(
     return plan.model_copy(update={"solver": solver_info})
 
 
+@dataclass
+class _Best:
+    """The best placed incumbent of the LP-guided search so far."""
+
+    values: npt.NDArray[np.int64] | None = None
+    objective: float | None = None
+    placed: Placed | None = None
+    message: str = "LP dive"
+    #: Seconds the slowest placement took: what placing one more answer costs.
+    place_s: float = 0.0
+
+    def gap(self, bound: float) -> float:
+        if self.objective is None:
+            return math.inf
+        return max(bound - self.objective, 0.0) / max(abs(bound), 1.0)
+
+    def offer(
+        self,
+        form: Formulation,
+        epoch: Epoch,
+        previous: Plan | None,
+        values: npt.NDArray[np.int64],
+        message: str,
+    ) -> bool:
+        """Place a model answer, keep it when its placed objective beats the best."""
+        started = time.perf_counter()
+        ends, starts = invert(form, values)
+        trial = place_runs(
+            epoch, ends, starts, previous, fill=True, counts=charge_counts(form, values)
+        )
+        self.place_s = max(self.place_s, time.perf_counter() - started)
+        placed_values = values_of_runs(form, trial[0])
+        if placed_values is None:
+            return False
+        obj = float(form.model.value(placed_values))
+        if self.objective is not None and obj <= self.objective:
+            return False
+        self.values, self.objective, self.placed, self.message = placed_values, obj, trial, message
+        return True
+
+
 def _lp_guided(
     form: Formulation,
     solver: Backend,
+    lp: LpCapable,
     epoch: Epoch,
+    greedy: Greedy,
     previous: Plan | None,
     deadline: float,
     rel_gap: float,
-) -> tuple[SolveResult, str, Placed | None]:
-    """LP diving, then the backend in the neighbourhood of the dive's solution.
+) -> tuple[SolveResult, str, Placed | None, str]:
+    """LP diving, then the backend in neighbourhoods of the incumbent, to the deadline.
 
-    The LP relaxation's optimum is a proven bound. Diving (:func:`planner.mip.relax.dive`)
-    rounds the job decisions it leaves fractional, re-solving the LP; rounded down, placed
-    and gap-filled, its result is a feasible incumbent. While a whole dive fits in the
-    time left, further dives with other rounding thresholds try to beat it.
-    When that is not within ``rel_gap`` of the bound and time is left, the backend
-    searches the variables the dive left fractional (with their job class) around it.
-    Returns the result, a note for the message, and the placed runs of the incumbent
-    when it is the dive's.
+    The LP relaxation's optimum (solved by ``lp``, the registry's LP-capable backend) is
+    a proven bound. Diving (:func:`planner.mip.relax.dive`) rounds the job decisions it
+    leaves fractional, re-solving the LP; rounded down, placed and gap-filled, its
+    result is a feasible incumbent. While a whole dive fits in the time left, further
+    dives with other rounding thresholds try to beat it. Then, while the incumbent is
+    not within ``rel_gap`` of the bound and time is left, ``solver`` searches
+    neighbourhoods: first the variables the dive left fractional (with their job
+    class), then the job classes and running jobs where the LP optimum and the
+    incumbent disagree most (:func:`_next_neighbourhood`). The greedy plan is the
+    first incumbent, so the answer is never worse than it.
+    Returns the result, a note for the message, the placed runs of the incumbent, and
+    which phase ended the search and why.
     """
     t_start = time.perf_counter()
     decisions = np.array(sorted([*form.x.values(), *form.z.values()]), dtype=np.int64)
-    placed: Placed | None = None
-    best: npt.NDArray[np.int64] | None = None
-    best_obj: float | None = None
+    best = _Best()
+    start = values_of_runs(form, greedy.runs)
+    if start is not None:
+        best.values, best.objective = start, float(form.model.value(start))
+        best.placed, best.message = (greedy.runs, set(), greedy.board), "greedy plan"
     last: Dive | None = None
     bound = math.inf
     dives: list[str] = []
-    place_s = 0.0  # the longest placement seen: what placing one more answer costs
+    ended = ""
     # Several dives (different rounding thresholds) while time allows; the best wins.
     for i, (up, down) in enumerate(DIVE_SETTINGS):
         now = time.perf_counter()
         left = deadline - now
         if i and (last is None or last.fractional or left < 2.0 * last.seconds + 0.2):
             break
-        if best_obj is not None and (bound - best_obj) / max(abs(bound), 1.0) <= rel_gap:
+        if best.gap(bound) <= rel_gap:
             break
         share = DIVE_SHARE if i == 0 else 1.0
-        result = dive(form.model, decisions, now + share * left, up, down)
+        result = dive(
+            form.model, decisions, now + share * left, up, down, lp=lp, lp_deadline=deadline
+        )
         if result is None:
             break
         last = result
         bound = min(bound, result.bound)
         floor = np.floor(result.values + 1e-6).astype(np.int64)
-        started = time.perf_counter()
-        ends, starts = invert(form, floor)
-        trial = place_runs(epoch, ends, starts, previous, fill=True)
-        place_s = max(place_s, time.perf_counter() - started)
-        values = values_of_runs(form, trial[0])
-        obj = float(form.model.value(values)) if values is not None else None
+        best.offer(form, epoch, previous, floor, "LP dive")
         dives.append(
             f"{result.rounds} rounds in {result.seconds:.2f}s"
-            + (f", gap {(bound - obj) / max(abs(bound), 1.0):.2%}" if obj is not None else "")
+            + (f", gap {best.gap(bound):.2%}" if best.objective is not None else "")
         )
-        if obj is not None and (best_obj is None or obj > best_obj):
-            best, best_obj, placed = values, obj, trial
     if last is None:
         left = max(deadline - time.perf_counter(), 0.01)
-        return solver.solve(form.model, time_limit=left, rel_gap=rel_gap), "", None
-    result = last
-    note = f"; LP dives: {'; '.join(dives)}"
-    message = "LP dive"
-    left = deadline - time.perf_counter()
-    if (best_obj is None or (bound - best_obj) / max(abs(bound), 1.0) > rel_gap) and left > 1.5:
-        relax = Relaxation(result.values, bound, result.seconds)
-        sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best)
-        sub.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
+        if left < MIN_SEARCH and best.values is not None and best.objective is not None:
+            # The LP took the time: a backend started now on the whole model would only
+            # overrun the limit (building its model alone takes longer); keep the greedy.
+            seconds = time.perf_counter() - t_start
+            kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+            return kept, "", best.placed, f"LP dive: no LP optimum from {lp.name} within the time limit; the greedy plan is kept"
+        if solver.capabilities.warm_start and start is not None:
+            form.model.hint = {i: int(v) for i, v in enumerate(start)}
+        whole = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
+        why = f"{solver.name} on the whole model, no LP optimum from {lp.name}: {_why(whole, rel_gap)}"
+        if whole.values is not None or best.values is None or best.objective is None:
+            return whole, "", None, why
+        # No answer from the backend either: the greedy plan, unflagged, with no bound.
+        seconds = time.perf_counter() - t_start
+        kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+        return kept, "", best.placed, why + "; the greedy plan is kept"
+    note = f"; LP dives ({lp.name}): {'; '.join(dives)}"
+    if best.gap(bound) <= rel_gap:
+        ended = f"LP dive {len(dives)}: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
+    lp_values = last.lp_values if last.lp_values is not None else last.values
+    caps = solver.capabilities
+    searches: list[str] = []
+    freed: dict[int, int] = {}  # group index -> times freed in a finished search
+    size = 0
+    round_ = 0
+    while not ended:
+        left = deadline - time.perf_counter()
+        if left < MIN_SEARCH:
+            ended = (
+                f"{'neighbourhood search ' + str(round_) if round_ else 'LP dive'}: "
+                f"{left:.2f}s left, below the {MIN_SEARCH:.1f}s a search needs; gap {best.gap(bound):.2%}"
+            )
+            break
+        if round_ == 0:
+            relax = Relaxation(last.values, bound, last.seconds)
+            sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best.values)
+            kind = "the dive's fractional decisions"
+            chosen: list[int] = []
+        else:
+            assert best.values is not None
+            sub, chosen = _next_neighbourhood(form, lp_values, best.values, size, freed, round_)
+            kind = f"{len(chosen)} job groups where LP and incumbent disagree"
+        round_ += 1
+        if caps.stop_at_bound:
+            sub.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        found = solver.solve(small, time_limit=left - 0.5, rel_gap=SEARCH_GAP_SHARE * rel_gap)
-        note += f"; {small.num_vars} variables searched by {solver.name}"
-        if found.values is None:
-            note += f" without an answer ({found.status.value}: {found.message})"
+        if not caps.warm_start and not caps.hints:
+            small.hint = {}
+        # The first search may take most of the time left, later ones half: one stuck
+        # in a poor neighbourhood leaves time for another.
+        budget = left - 0.5 if left < 3 * MIN_SEARCH else max((left - 0.5) * FIRST_SHARE if round_ == 1 else (left - 0.5) / 2, MIN_SEARCH)
+        started = time.perf_counter()
+        found = solver.solve(small, time_limit=budget, rel_gap=SEARCH_GAP_SHARE * rel_gap)
+        spent = time.perf_counter() - started
+        why = _why_search(found, small, SEARCH_GAP_SHARE * rel_gap)
         answers = [] if found.values is None else [found.values, *found.earlier]
         tried = 0
+        improved = False
         for answer in answers:
             # The last answer is always placed; earlier ones while time is left.
-            if tried and time.perf_counter() + place_s > deadline:
+            if tried and time.perf_counter() + best.place_s > deadline:
                 break
             tried += 1
             # Compare placed plans: placement can lose some of what the model gained,
             # and an earlier, slightly worse answer may lose less.
             cand = full.copy()
             cand[keep] = answer
-            ends, starts = invert(form, cand)
-            trial = place_runs(epoch, ends, starts, previous, fill=True)
-            values = values_of_runs(form, trial[0])
-            obj = float(form.model.value(values)) if values is not None else None
-            if obj is not None and (best_obj is None or obj > best_obj):
-                best, best_obj, message, placed = values, obj, found.message, trial
-        if tried > 1:
-            note += f" ({tried} answers placed)"
-    if best is None or best_obj is None:
+            improved |= best.offer(form, epoch, previous, cand, found.message)
+        searches.append(
+            f"{round_}: {small.num_vars} variables ({kind}) in {spent:.2f}s, {why}"
+            + (f", {tried} answers placed" if tried > 1 else "")
+            + f", gap {best.gap(bound):.2%}"
+        )
+        for g in chosen:
+            freed[g] = freed.get(g, 0) + 1
+        if found.values is None and found.status is SolveStatus.ERROR:
+            ended = f"neighbourhood search {round_}: {solver.name} failed ({found.message}); gap {best.gap(bound):.2%}"
+            note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"
+            break
+        if found.values is None:
+            note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"
+        if best.gap(bound) <= rel_gap:
+            ended = f"neighbourhood search {round_}: {why}; gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
+            break
+        # Size the next neighbourhood by how this one went: one searched to its end
+        # well within its time can be larger, one cut off by the time limit smaller.
+        grown = size or NEXT_VARS
+        size = int(grown * 1.5) if spent < 0.5 * budget else max(int(grown / 1.5), 200)
+        if time.perf_counter() + MIN_SEARCH > deadline:
+            ended = f"neighbourhood search {round_}: {why}; time limit, gap {best.gap(bound):.2%} above the target {rel_gap:.2%}"
+    if searches:
+        note += f"; searches by {solver.name}: " + "; ".join(searches)
+    if best.values is None or best.objective is None:
         seconds = time.perf_counter() - t_start
         return (
             SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, "no incumbent"),
             note,
             None,
+            ended,
         )
-    bound = max(bound, best_obj)
-    status = SolveStatus.OPTIMAL if bound - best_obj <= 1e-6 else SolveStatus.FEASIBLE
+    bound = max(bound, best.objective)
+    status = SolveStatus.OPTIMAL if bound - best.objective <= 1e-6 else SolveStatus.FEASIBLE
     seconds = time.perf_counter() - t_start
-    return SolveResult(status, best, best_obj, bound, seconds, message), note, placed
+    return (
+        SolveResult(status, best.values, best.objective, bound, seconds, best.message),
+        note,
+        best.placed,
+        ended,
+    )
+
+
+def _why_search(found: SolveResult, model: LinearModel, rel_gap: float) -> str:
+    """Why one neighbourhood search stopped."""
+    if found.values is None:
+        return f"no answer ({found.status.value})"
+    if found.status is SolveStatus.OPTIMAL:
+        return "optimal in its neighbourhood"
+    if model.stop_at is not None and found.objective is not None and found.objective >= model.stop_at:
+        return "reached the stop-at objective"
+    gap = found.gap
+    if gap is not None and gap <= rel_gap:
+        return f"within {gap:.2%} of its own bound"
+    return "its time limit"
+
+
+def _next_neighbourhood(
+    form: Formulation,
+    lp_values: npt.NDArray[np.float64],
+    incumbent: npt.NDArray[np.int64],
+    size: int,
+    freed: dict[int, int],
+    seed: int,
+) -> tuple[LinearModel, list[int]]:
+    """A neighbourhood of ``incumbent`` where it disagrees most with the LP optimum.
+
+    Each job group (a class's starts, a running job's slices) scores the objective at
+    stake where the two differ, ``sum |lp - incumbent| * |objective coefficient|``,
+    halved for each earlier search that already freed it, with a little noise so
+    that ties and near-ties vary between rounds. The best groups are freed, about
+    ``size`` variables in all, each variable within one of both its LP and incumbent
+    values; the auxiliary variables are always free, everything else is fixed at the
+    incumbent, which is the warm start.
+    """
+    m = form.model
+    rng = np.random.default_rng(seed)
+    groups = form.groups()
+    coef = np.zeros(m.num_vars)
+    for v, c in m.objective.items():
+        coef[v] = abs(c)
+    diff = np.abs(lp_values - incumbent)
+    scores = np.array(
+        [float(np.dot(diff[g], coef[g]) + 1e-3 * coef[g].max(initial=0.0)) for g in groups]
+    )
+    scores *= 0.5 ** np.array([freed.get(i, 0) for i in range(len(groups))], dtype=float)
+    scores *= rng.uniform(0.8, 1.2, size=len(groups))
+    lower = [int(v) for v in incumbent]
+    upper = list(lower)
+    chosen: list[int] = []
+    total = 0
+    for i in np.argsort(-scores):
+        if total >= size or scores[i] <= 0:
+            break
+        chosen.append(int(i))
+        for v in groups[i]:
+            lo = min(math.floor(lp_values[v] + 1e-6), int(incumbent[v])) - 1
+            hi = max(math.ceil(lp_values[v] - 1e-6), int(incumbent[v])) + 1
+            lower[v] = max(m.lower[v], lo)
+            upper[v] = min(m.upper[v], hi)
+            total += 1
+    for v in form.loose():
+        lower[v], upper[v] = m.lower[v], m.upper[v]
+    sub = LinearModel(
+        names=m.names,
+        lower=lower,
+        upper=upper,
+        constraints=m.constraints,
+        objective=m.objective,
+        objective_offset=m.objective_offset,
+        hint={v: int(x) for v, x in enumerate(incumbent)},
+    )
+    return sub, chosen
+
+
+def _decomposed(
+    snapshot: Snapshot,
+    solver: Backend,
+    parts: int,
+    time_limit: float,
+    rel_gap: float,
+    previous: Plan | None,
+    t0: float,
+) -> Plan:
+    """Plan the parts of :func:`~planner.mip.decompose.split` one by one and merge them.
+
+    Each part's time limit is its share (by job count) of the time left, less a reserve
+    for merging.
+    """
+    subs = split(snapshot, parts)
+    jobs_left = sum(len(s.jobs) for s in subs)
+    plans: list[Plan] = []
+    for sub in subs:
+        left = t0 + time_limit - MERGE_RESERVE - time.perf_counter()
+        share = len(sub.jobs) / max(jobs_left, 1)
+        jobs_left -= len(sub.jobs)
+        plans.append(
+            plan_epoch(
+                sub,
+                backend=solver,
+                time_limit=max(left * share, 0.5),
+                rel_gap=rel_gap,
+                previous=previous,
+                decompose=1,
+            )
+        )
+    return merge(snapshot, plans, solver.name, time.perf_counter() - t0, "")
+
+
+def _why(result: SolveResult, rel_gap: float) -> str:
+    """Why a backend's search stopped, from its result."""
+    if result.status is SolveStatus.OPTIMAL:
+        return "proved optimal"
+    if result.values is None:
+        return f"no answer ({result.status.value}: {result.message})"
+    gap = result.gap
+    if gap is not None and gap <= rel_gap:
+        return f"gap {gap:.2%} within the target {rel_gap:.2%}"
+    return f"time limit, gap {gap:.2%}" if gap is not None else "time limit"
 
 
 def _fallback(
-    epoch: Epoch, greedy: Greedy, backend: str, status: SolveStatus, t0: float, message: str
+    epoch: Epoch,
+    greedy: Greedy,
+    backend: str,
+    status: SolveStatus,
+    t0: float,
+    message: str,
+    ended: str,
 ) -> Plan:
     info = SolverInfo(
         backend=backend,
         status=status,
         seconds=time.perf_counter() - t0,
         fallback=True,
-        message=f"greedy fallback: {message}",
+        message=f"greedy fallback: {message}; ended by {ended}: the greedy plan is returned",
     )
     return greedy_plan(epoch, greedy, info)
 

@@ -158,10 +158,12 @@ def place_runs(
     previous: Plan | None,
     *,
     fill: bool,
+    counts: dict[tuple[str, bool, int], int] | None = None,
 ) -> tuple[list[Run], set[str], Board]:
     """Place running jobs (on their nodes) and starts; optionally fill the gaps.
 
-    Returns the runs, the ids of the starts whose gang found no hole, and the board.
+    ``counts`` are the model's charged slices (:func:`charge_runs`). Returns the runs,
+    the ids of the starts whose gang found no hole, and the board.
     """
     board = Board.empty(epoch)
     runs: list[Run] = []
@@ -231,7 +233,7 @@ def place_runs(
     if fill:
         placed = {r.state.job.id for r in runs}
         runs.extend(fill_gaps(epoch, board, placed, prev))
-    board.budget = charge_runs(epoch, runs)
+    board.budget = charge_runs(epoch, runs, counts)
     return runs, dropped, board
 
 
@@ -264,10 +266,16 @@ def place_in_order(
     return work, runs, dropped
 
 
-def charge_runs(epoch: Epoch, runs: list[Run]) -> dict[str, int]:
+def charge_runs(
+    epoch: Epoch, runs: list[Run], counts: dict[tuple[str, bool, int], int] | None = None
+) -> dict[str, int]:
     """Decide which slices of funded runs are charged; returns the headroom left.
 
-    Per project, slices are charged while headroom lasts: running jobs first, then
+    ``counts`` (from the MIP: :func:`planner.mip.formulation.charge_counts`) says how
+    many slices of each size, per project and urgent or not, to charge: so the plan
+    charges what the model counted. Within a size, and then for any headroom still left
+    (placement may have dropped a run the model charged, or the fill added some),
+    slices are charged in this order while the headroom lasts: running jobs first, then
     urgent work, higher priority, earlier slices. The rest runs unallocated.
     """
     left = dict(epoch.headroom_q)
@@ -282,13 +290,23 @@ def charge_runs(epoch: Epoch, runs: list[Run]) -> dict[str, int]:
         ),
     )
     for run in order:
-        job = run.state.job
         run.charged = [False] * (run.last - run.first)
-        if not job.allocated:
-            continue
-        cost = epoch.charge_q(job.gpus, epoch.pools[run.pool], job.urgent)
-        for i in range(run.last - run.first):
-            if left.get(job.project, 0) >= cost:
+    want = dict(counts or {})
+    for top_up in (False, True) if want else (True,):
+        for run in order:
+            job = run.state.job
+            if not job.allocated:
+                continue
+            wq = epoch.work_q(job.gpus, epoch.pools[run.pool])
+            key = (job.project, job.urgent, wq)
+            cost = epoch.charge_of(wq, job.urgent)
+            for i in range(run.last - run.first):
+                if run.charged[i] or left.get(job.project, 0) < cost:
+                    continue
+                if not top_up:
+                    if want.get(key, 0) <= 0:
+                        break
+                    want[key] -= 1
                 run.charged[i] = True
                 left[job.project] = left.get(job.project, 0) - cost
     return left

@@ -143,8 +143,12 @@ class Epoch:
 
     def charge_q(self, gpus: int, pool: SubPool, urgent: bool) -> int:
         """Quanta of budget one slice of a job's run charges."""
+        return self.charge_of(self.work_q(gpus, pool), urgent)
+
+    def charge_of(self, work_q: int, urgent: bool) -> int:
+        """Quanta of budget one slice of ``work_q`` quanta of work charges."""
         factor = self.urgent_charge if urgent else 1.0
-        return max(round(self.work_q(gpus, pool) * factor), 1)
+        return max(round(work_q * factor), 1)
 
     def work_q(self, gpus: int, pool: SubPool) -> int:
         """Quanta of H100-eq work one slice of a job's run delivers."""

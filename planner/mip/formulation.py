@@ -20,7 +20,6 @@ from planner.mip.model import LinearModel
 from planner.mip.objective import (
     AGING_BONUS,
     BASE,
-    CHARGE_SCALE,
     FREE_SLOPE,
     MAX_LOSS_SLICES,
     PREEMPT_SLICES,
@@ -45,6 +44,8 @@ class Formulation:
     x: dict[tuple[int, int, int], int] = field(default_factory=dict)
     #: w[(project, urgent)] -> variable: charged work (quanta) of its funded work.
     w: dict[tuple[str, bool], int] = field(default_factory=dict)
+    #: y[(project, urgent, work per slice)] -> variable: charged slices of that size.
+    y: dict[tuple[str, bool, int], int] = field(default_factory=dict)
     #: u[(project, segment)] -> variable: charged work in that utility segment.
     u: dict[tuple[str, int], int] = field(default_factory=dict)
     #: f[project] -> variable: uncharged work (quanta) counted inside its owed share.
@@ -66,7 +67,7 @@ class Formulation:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
         return (
             list(self.u.values()) + list(self.busy.values()) + list(self.w.values())
-            + list(self.f.values())
+            + list(self.f.values()) + list(self.y.values())
         )
 
     @property
@@ -92,10 +93,20 @@ def apply(epoch: Epoch) -> Formulation:
     funded_terms: dict[tuple[str, bool], list[tuple[int, int]]] = {}
     funded_fixed: dict[tuple[str, bool], int] = {}
     funded_max: dict[tuple[str, bool], int] = {}
+    # Funded slices per (project, urgent, work per slice): terms (var, slices), the
+    # contracted constant, the most: what the charged-slice counts y may take.
+    slice_terms: dict[tuple[str, bool, int], list[tuple[int, int]]] = {}
+    slice_fixed: dict[tuple[str, bool, int], int] = {}
+    slice_max: dict[tuple[str, bool, int], int] = {}
+    # The most each project could be charged, were everything it could run to run.
+    charge_most: dict[str, int] = {}
     single_on_node: dict[tuple[str, int], list[int | None]] = {}  # None: fixed running
     # All work per project (funded or free): variable terms, the contracted constant.
     work_terms: dict[str, list[tuple[int, int]]] = {}
     work_fixed: dict[str, int] = {}
+    # Per project, the contracted work of each running job (for the capped-work cuts).
+    fixed_pieces: dict[str, list[int]] = {}
+    funded_pieces: dict[str, list[int]] = {}
 
     # 1. Running jobs: z[j, k] for the slices between the contract and the finish.
     for j, r in enumerate(epoch.running):
@@ -133,11 +144,16 @@ def apply(epoch: Epoch) -> Formulation:
             else:
                 work_terms.setdefault(job.project, []).append((var, wq))
             if job.allocated:
+                size = (job.project, job.urgent, wq)
                 funded_max[fund] = funded_max.get(fund, 0) + wq
+                charge_most[job.project] = charge_most.get(job.project, 0) + epoch.charge_of(wq, job.urgent)
+                slice_max[size] = slice_max.get(size, 0) + 1
                 if var is None:
                     funded_fixed[fund] = funded_fixed.get(fund, 0) + wq
+                    slice_fixed[size] = slice_fixed.get(size, 0) + 1
                 else:
                     funded_terms.setdefault(fund, []).append((var, wq))
+                    slice_terms.setdefault(size, []).append((var, 1))
             if var is not None:
                 m.add_objective(var, WORK_BONUS * wq + _job_bonus(ranks, job, wq))
         if prev is not None and r.may == r.finish:
@@ -147,10 +163,18 @@ def apply(epoch: Epoch) -> Formulation:
             m.objective_offset -= cost
         fixed_slices = min(r.must, r.may)
         m.objective_offset += fixed_slices * (WORK_BONUS * wq + _job_bonus(ranks, job, wq))
+        piece = sum(wq for k in range(fixed_slices) if k < r.may)
+        if piece:
+            fixed_pieces.setdefault(job.project, []).append(piece)
+            if job.allocated:
+                funded_pieces.setdefault(job.project, []).append(piece)
 
     # 2. Queued classes: x[c, p, a] members started in slice a on pool p.
+    caps = [[pool.capacity(k) for k in range(S)] for pool in epoch.pools]
     for c in epoch.classes:
         count_terms: list[tuple[int, int]] = []
+        per_q = _class_bonus(epoch, ranks, c)
+        most = 0  # the most one member could be charged
         fund = (c.project, c.urgent)
         for p in c.pools:
             pool = epoch.pools[p]
@@ -164,7 +188,7 @@ def apply(epoch: Epoch) -> Formulation:
                 node_pools.add(p)
             for a in range(S):
                 span = c.length(a, S)
-                room = min(pool.capacity(k) for k in range(a, a + span)) // taken
+                room = min(caps[p][a : a + span]) // taken
                 if room <= 0:
                     continue
                 ub = min(len(c.jobs), room)
@@ -178,16 +202,22 @@ def apply(epoch: Epoch) -> Formulation:
                     )
                     if whole:
                         node_terms.setdefault((p, k), []).append((var, whole))
-                gain = span * (WORK_BONUS * wq + _class_bonus(epoch, ranks, c, wq))
+                gain = span * (WORK_BONUS * wq + per_q * wq)
                 if c.resuming:
                     gain -= _resume_cost(epoch, wq)
                 m.add_objective(var, gain)
                 work_terms.setdefault(c.project, []).append((var, span * wq))
                 if c.allocated:
+                    size = (c.project, c.urgent, wq)
                     funded_terms.setdefault(fund, []).append((var, span * wq))
                     funded_max[fund] = funded_max.get(fund, 0) + span * wq * ub
+                    slice_terms.setdefault(size, []).append((var, span))
+                    slice_max[size] = slice_max.get(size, 0) + span * ub
+                    most = max(most, span * epoch.charge_of(wq, c.urgent))
         if count_terms:
             m.add_constraint(count_terms, "<=", len(c.jobs), f"count[{c.index}]")
+        if most:
+            charge_most[c.project] = charge_most.get(c.project, 0) + most * len(c.jobs)
 
     # 3. Capacity per pool and slice, in GPUs; whole nodes for gangs that need them.
     for (p, k), terms in gpu_terms.items():
@@ -212,25 +242,51 @@ def apply(epoch: Epoch) -> Formulation:
         whole = epoch.pools[p].open_nodes(k) - node_fixed.get((p, k), 0)
         m.add_constraint(terms, "<=", max(whole, 0), f"whole_nodes[{p},{k}]")
 
-    # 4. Budgets: charged work w[P, urgent] is funded work, within the headroom.
-    urgent_rate = round(CHARGE_SCALE * epoch.urgent_charge)
+    # 4. Budgets, in whole slices as the plan charges them (assemble.charge_runs):
+    #    y[P, urgent, q] charged slices of q quanta each, at most the funded slices of
+    #    that size run; w[P, urgent] their work; each slice costs its charge, and the
+    #    charges stay within the headroom. A project whose headroom covers everything it
+    #    could run (``ample``) is charged all its funded work: w[P, urgent] <= its
+    #    funded work, no counts and no budget row, so the model stays small.
+    ample = {p for p, most in charge_most.items() if most <= epoch.headroom_q.get(p, 0)}
+    for size in sorted(slice_max):
+        project, urgent, q = size
+        top = slice_max[size]
+        if top <= 0 or project in ample:
+            continue
+        y = m.add_var(f"y[{project},{'urgent' if urgent else 'normal'},{q}]", 0, top)
+        f.y[size] = y
+        terms = [(y, 1)] + [(v, -n) for v, n in slice_terms.get(size, [])]
+        m.add_constraint(terms, "<=", slice_fixed.get(size, 0), f"charged_slices[{project},{int(urgent)},{q}]")
+    by_fund: dict[tuple[str, bool], list[tuple[int, int]]] = {}
+    for (project, urgent, q), y in f.y.items():
+        by_fund.setdefault((project, urgent), []).append((q, y))
     for fund in sorted(funded_max):
         project, urgent = fund
-        top = funded_max[fund]
-        if top <= 0:
+        kind = "urgent" if urgent else "normal"
+        if project in ample:
+            if funded_max[fund] <= 0:
+                continue
+            w = m.add_var(f"w[{project},{kind}]", 0, funded_max[fund])
+            f.w[fund] = w
+            terms = [(w, 1)] + [(v, -q) for v, q in funded_terms.get(fund, [])]
+            m.add_constraint(terms, "<=", funded_fixed.get(fund, 0), f"funded[{project},{int(urgent)}]")
             continue
-        w = m.add_var(f"w[{project},{'urgent' if urgent else 'normal'}]", 0, top)
+        sizes = by_fund.get(fund, [])
+        if not sizes:
+            continue
+        top = sum(q * m.upper[y] for q, y in sizes)
+        w = m.add_var(f"w[{project},{kind}]", 0, top)
         f.w[fund] = w
-        terms = [(w, 1)] + [(v, -q) for v, q in funded_terms.get(fund, [])]
-        m.add_constraint(terms, "<=", funded_fixed.get(fund, 0), f"funded[{project},{int(urgent)}]")
-    for project in sorted({p for p, _ in f.w}):
-        terms = []
-        for urgent in (False, True):
-            w_var = f.w.get((project, urgent))
-            if w_var is not None:
-                terms.append((w_var, urgent_rate if urgent else CHARGE_SCALE))
-        head = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
-        m.add_constraint(terms, "<=", head, f"budget[{project}]")
+        terms = [(w, 1)] + [(y, -q) for q, y in sizes]
+        m.add_constraint(terms, "<=", 0, f"funded[{project},{int(urgent)}]")
+    for project in sorted({p for p, _ in f.w} - ample):
+        terms = [
+            (y, epoch.charge_of(q, urgent))
+            for urgent in (False, True)
+            for q, y in by_fund.get((project, urgent), [])
+        ]
+        m.add_constraint(terms, "<=", epoch.headroom_q.get(project, 0), f"budget[{project}]")
 
     # 5. Concave fair-share utility of charged work, per project.
     for project in sorted({p for p, _ in f.w}):
@@ -268,7 +324,84 @@ def apply(epoch: Epoch) -> Formulation:
         within = [(f.u[(project, s)], 1) for s in (0, 1) if (project, s) in f.u]
         if within:
             m.add_constraint([(fv, 1)] + within, "<=", target, f"free_share[{project}]")
+
+    # 7. Cuts: valid for every integer solution, they only tighten the LP relaxation.
+    _capped_work_cuts(f, funded_terms, funded_pieces, work_terms, fixed_pieces)
+    _node_cuts(f, node_terms, node_fixed, node_pools)
     return f
+
+
+def _capped_work_cuts(
+    f: Formulation,
+    funded_terms: dict[tuple[str, bool], list[tuple[int, int]]],
+    funded_pieces: dict[str, list[int]],
+    work_terms: dict[str, list[tuple[int, int]]],
+    fixed_pieces: dict[str, list[int]],
+) -> None:
+    """Charged work in a project's first utility segments, capped per run.
+
+    The first ``t`` segments hold ``min(charged, E_t)`` quanta (``E_t`` the end of
+    segment ``t``), and ``min(a + b, E) <= min(a, E) + min(b, E)``: so they hold at most
+    the sum over runs of each run's work capped at ``E_t``. Integer solutions meet it;
+    the LP relaxation, which could take a quarter of a 64-GPU gang to fill a small
+    project's steepest segment, no longer can. The same holds for uncharged work inside
+    the share (``f + u0 + u1 <= min(work, T)``).
+    """
+    m = f.model
+    epoch = f.epoch
+    for project in sorted({p for p, _ in f.w}):
+        target = epoch.target_q.get(project, 0)
+        terms = [t for u in (False, True) for t in funded_terms.get((project, u), [])]
+        pieces = funded_pieces.get(project, [])
+        ends = [round(e * target) for e in SEGMENT_ENDS]
+        for t, end in enumerate(ends):
+            segs = [f.u[(project, s)] for s in range(t + 1) if (project, s) in f.u]
+            if not segs or end <= 0:
+                continue
+            if all(q <= end for _, q in terms) and all(q <= end for q in pieces):
+                continue  # nothing capped: implied by the funded and utility rows
+            row = [(v, 1) for v in segs] + [(v, -min(q, end)) for v, q in terms]
+            rhs = sum(min(q, end) for q in pieces)
+            m.add_constraint(row, "<=", rhs, f"cut_work[{project},{t}]")
+    for project, fv in f.f.items():
+        target = epoch.target_q.get(project, 0)
+        terms = work_terms.get(project, [])
+        pieces = fixed_pieces.get(project, [])
+        if all(q <= target for _, q in terms) and all(q <= target for q in pieces):
+            continue
+        within = [f.u[(project, s)] for s in (0, 1) if (project, s) in f.u]
+        row = [(fv, 1)] + [(v, 1) for v in within] + [(v, -min(q, target)) for v, q in terms]
+        m.add_constraint(row, "<=", sum(min(q, target) for q in pieces), f"cut_free[{project}]")
+
+
+def _node_cuts(
+    f: Formulation,
+    node_terms: dict[tuple[int, int], list[tuple[int, int]]],
+    node_fixed: dict[tuple[int, int], int],
+    node_pools: set[int],
+) -> None:
+    """Node-count cuts per pool, slice and gang shape (Chvatal-Gomory roundings).
+
+    The whole-node row of a pool and slice says ``sum(n_c * x_c) <= R``. Divided by a
+    gang shape's node count ``n`` and rounded down, ``sum(floor(n_c / n) * x_c) <=
+    floor(R / n)`` holds for integer ``x``: no more gangs of ``n`` nodes or larger start
+    than fit whole. When ``R`` is not a multiple of ``n`` it cuts off LP points, such as
+    1.5 gangs of 2 nodes on 3 free nodes.
+    """
+    m = f.model
+    epoch = f.epoch
+    for (p, k), terms in sorted(node_terms.items()):
+        if p not in node_pools:
+            continue
+        room = epoch.pools[p].open_nodes(k) - node_fixed.get((p, k), 0)
+        merged: dict[int, int] = {}
+        for v, c in terms:
+            merged[v] = merged.get(v, 0) + c
+        for n in sorted({c for c in merged.values() if c >= 2}):
+            if room <= 0 or room % n == 0:
+                continue  # implied by the row itself
+            row = [(v, c // n) for v, c in merged.items() if c >= n]
+            m.add_constraint(row, "<=", room // n, f"cut_nodes[{p},{k},{n}]")
 
 
 def _priority_rank(epoch: Epoch) -> dict[tuple[str, int], float]:
@@ -295,13 +428,14 @@ def _job_bonus(ranks: Ranks, job: Job, wq: int) -> int:
     return bonus * wq
 
 
-def _class_bonus(epoch: Epoch, ranks: Ranks, c: JobClass, wq: int) -> int:
+def _class_bonus(epoch: Epoch, ranks: Ranks, c: JobClass) -> int:
+    """Priority, urgent and aging bonus of a class, per quantum."""
     bonus = round(PRIORITY_BONUS * ranks.get((c.project, c.priority), 0.0))
     if c.urgent:
         bonus += URGENT_BONUS
     multi = any(epoch.pools[p].multi(c.gpus) for p in c.pools)
     bonus += AGING_BONUS * c.aging * (2 if multi else 1)
-    return bonus * wq
+    return bonus
 
 
 def _preempt_cost(epoch: Epoch, job: Job, wq: int, progress: float) -> int:
@@ -344,16 +478,21 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
     return ends, starts
 
 
-def values_of_runs(
-    f: Formulation, runs: list[Run], *, as_charged: bool = False
-) -> npt.NDArray[np.int64] | None:
+def charge_counts(f: Formulation, values: npt.NDArray[np.int64]) -> dict[tuple[str, bool, int], int]:
+    """The charged-slice counts of an answer: (project, urgent, work per slice) -> slices.
+
+    :func:`~planner.mip.assemble.charge_runs` charges these, so the plan charges what
+    the model did.
+    """
+    return {key: int(values[var]) for key, var in f.y.items() if values[var] > 0}
+
+
+def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | None:
     """The model's variables for a placed plan (``None`` if the model cannot express it).
 
-    Charged work takes as much funded work as the headroom allows, the kind that costs
-    less headroom per quantum first (normal work, unless urgent work is discounted), and
-    fills the utility segments in order: the best objective those runs can have. With
-    ``as_charged``, charged work is instead what the runs' ``charged`` flags say
-    (:func:`~planner.mip.assemble.charge_runs`: whole run-slices, in charge order).
+    Charged work is what the runs' ``charged`` flags say
+    (:func:`~planner.mip.assemble.charge_runs`: whole run-slices within the headroom),
+    as the model counts it, so the objective of these values is the plan's own.
     """
     epoch = f.epoch
     m = f.model
@@ -363,18 +502,15 @@ def values_of_runs(
         run = by_id.get(epoch.running[j].id)
         values[var] = int(run is not None and run.running and k < run.last)
     class_of = {st.job.id: c for c in epoch.classes for st in c.jobs}
-    funded: dict[tuple[str, bool], int] = {}
     work: dict[str, int] = {}
+    counts: dict[tuple[str, bool, int], int] = {}
     for run in runs:
         job = run.state.job
-        work[job.project] = work.get(job.project, 0) + (run.last - run.first) * epoch.work_q(
-            job.gpus, epoch.pools[run.pool]
-        )
-        if job.allocated:
-            key = (job.project, job.urgent)
-            funded[key] = funded.get(key, 0) + (run.last - run.first) * epoch.work_q(
-                job.gpus, epoch.pools[run.pool]
-            )
+        wq = epoch.work_q(job.gpus, epoch.pools[run.pool])
+        work[job.project] = work.get(job.project, 0) + (run.last - run.first) * wq
+        if job.allocated and run.charged:
+            key = (job.project, job.urgent, wq)
+            counts[key] = counts.get(key, 0) + sum(run.charged)
         if run.running:
             continue
         x_var = f.x.get((class_of[job.id].index, run.pool, run.first))
@@ -383,32 +519,17 @@ def values_of_runs(
         values[x_var] += 1
     for (node, k), var in f.busy.items():
         values[var] = int(any(r.running and node in r.nodes and k < r.last for r in runs))
-    urgent_rate = round(CHARGE_SCALE * epoch.urgent_charge)
     charged: dict[str, int] = {}
-    flagged: dict[tuple[str, bool], int] = {}
-    if as_charged:
-        for run in runs:
-            job = run.state.job
-            if job.allocated:
-                key = (job.project, job.urgent)
-                flagged[key] = flagged.get(key, 0) + sum(run.charged) * epoch.work_q(
-                    job.gpus, epoch.pools[run.pool]
-                )
-    for project in sorted({p for p, _ in f.w}):
-        left = CHARGE_SCALE * epoch.headroom_q.get(project, 0)
-        total = 0
-        for urgent in (False, True) if urgent_rate >= CHARGE_SCALE else (True, False):
-            w_var = f.w.get((project, urgent))
-            if w_var is None:
-                continue
-            rate = urgent_rate if urgent else CHARGE_SCALE
-            take = max(min(funded.get((project, urgent), 0), left // rate, m.upper[w_var]), 0)
-            if as_charged:
-                take = flagged.get((project, urgent), 0)
-            values[w_var] = take
-            left -= take * rate
-            total += take
-        charged[project] = total
+    for key, n in counts.items():
+        project, urgent, q = key
+        w_var = f.w.get((project, urgent))
+        if w_var is None:
+            return None
+        y = f.y.get(key)
+        if y is not None:
+            values[y] = n
+        values[w_var] += q * n
+        charged[project] = charged.get(project, 0) + q * n
     total_charged = dict(charged)
     within: dict[str, int] = {}
     for (project, s), var in sorted(f.u.items()):

@@ -68,14 +68,20 @@ class LinearModel:
 
         Repeated variables are summed; zero coefficients are dropped.
         """
-        merged: dict[int, int] = {}
-        for var, coef in terms:
-            merged[var] = merged.get(var, 0) + int(coef)
-        items = [(v, c) for v, c in merged.items() if c != 0]
+        pairs = np.array(list(terms), dtype=np.int64).reshape(-1, 2)
+        if len(pairs) and len(np.unique(pairs[:, 0])) == len(pairs):
+            keep = pairs[:, 1] != 0
+            var_idx, coefs = pairs[keep, 0], pairs[keep, 1]
+        else:
+            var_idx, inverse = np.unique(pairs[:, 0], return_inverse=True)
+            coefs = np.zeros(len(var_idx), dtype=np.int64)
+            np.add.at(coefs, inverse, pairs[:, 1])
+            keep = coefs != 0
+            var_idx, coefs = var_idx[keep], coefs[keep]
         self.constraints.append(
             Constraint(
-                vars=np.fromiter((v for v, _ in items), dtype=np.int64, count=len(items)),
-                coefs=np.fromiter((c for _, c in items), dtype=np.int64, count=len(items)),
+                vars=np.ascontiguousarray(var_idx, dtype=np.int64),
+                coefs=np.ascontiguousarray(coefs, dtype=np.int64),
                 sense=sense,
                 rhs=int(rhs),
                 name=name,

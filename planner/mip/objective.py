@@ -19,8 +19,6 @@ SEGMENT_ENDS = (0.5, 1.0, 2.0)
 #: worth a quarter of the first charged segment ("far less"), but more than charged work
 #: past the share (slope 1 and 0.25), so borrowed charged work yields to it.
 FREE_SLOPE = 2.0
-#: Budget rows are scaled by this so the urgent charge factor stays integral.
-CHARGE_SCALE = 10
 #: Work conservation: every quantum of work, charged or not.
 WORK_BONUS = 5
 #: Inside a project: up to this per quantum for the highest priority, plus the urgent bonus.

@@ -1,22 +1,24 @@
-"""The LP relaxation of a :class:`LinearModel`, solved with HiGHS (``highspy``).
+"""The LP relaxation of a :class:`LinearModel`, solved by an LP-capable backend.
 
 It gives the large epochs two things: a proven upper bound on the objective, and the
 values that :func:`neighbourhood` uses to fix most integer variables before the MIP
-backend searches the few the LP left fractional ("LP-guided fixing").
+backend searches the few the LP left fractional ("LP-guided fixing"). The LP itself is
+solved by whichever registered backend declares ``lp_relaxation``
+(:func:`planner.mip.backends.lp_backend`); this module sees only its
+:class:`~planner.mip.backends.base.LpSession`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.mip.backends.base import quiet_stdout
+from planner.mip.backends import lp_backend
+from planner.mip.backends.base import LpCapable
 from planner.mip.model import LinearModel
 
 
@@ -30,70 +32,25 @@ class Relaxation:
 
 
 def lp_available() -> bool:
-    """Whether HiGHS is installed (without importing it)."""
-    return importlib.util.find_spec("highspy") is not None
+    """Whether a registered backend can solve LP relaxations (nothing is imported)."""
+    return lp_backend() is not None
 
 
-def _highs_lp(model: LinearModel, time_limit: float) -> Any:
-    """A HiGHS object holding the LP relaxation of ``model`` (not yet solved)."""
-    import highspy
+def solve_relaxation(
+    model: LinearModel, time_limit: float, lp: LpCapable | None = None
+) -> Relaxation | None:
+    """Solve the LP relaxation with ``lp`` (default: the registry's LP-capable backend).
 
-    n = model.num_vars
-    cost = np.zeros(n)
-    for v, coef in model.objective.items():
-        cost[v] = -coef  # HiGHS minimizes
-    starts = [0]
-    index: list[npt.NDArray[np.int64]] = []
-    value: list[npt.NDArray[np.int64]] = []
-    row_lo = np.empty(len(model.constraints))
-    row_hi = np.empty(len(model.constraints))
-    for i, c in enumerate(model.constraints):
-        index.append(c.vars)
-        value.append(c.coefs)
-        starts.append(starts[-1] + len(c.vars))
-        row_lo[i] = c.rhs if c.sense in (">=", "==") else -highspy.kHighsInf
-        row_hi[i] = c.rhs if c.sense in ("<=", "==") else highspy.kHighsInf
-    a_index = np.concatenate(index).astype(np.int32) if index else np.zeros(0, np.int32)
-    a_value = np.concatenate(value).astype(np.float64) if value else np.zeros(0)
-    with quiet_stdout():
-        h = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", max(time_limit, 0.01))
-    h.setOptionValue("threads", 1)
-    lp = highspy.HighsLp()
-    lp.num_col_ = n
-    lp.num_row_ = len(model.constraints)
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.asarray(model.lower, dtype=np.float64)
-    lp.col_upper_ = np.asarray(model.upper, dtype=np.float64)
-    lp.row_lower_ = row_lo
-    lp.row_upper_ = row_hi
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = a_index
-    lp.a_matrix_.value_ = a_value
-    h.passModel(lp)
-    return h
-
-
-def _optimal(h: Any) -> bool:
-    import highspy
-
-    return bool(h.getModelStatus() == highspy.HighsModelStatus.kOptimal)
-
-
-def solve_relaxation(model: LinearModel, time_limit: float) -> Relaxation | None:
-    """Solve the LP relaxation; ``None`` when HiGHS is missing or finds no optimum."""
-    if not lp_available():
+    ``None`` when no backend can, or it finds no optimum.
+    """
+    lp = lp or lp_backend()
+    if lp is None:
         return None
     t0 = time.perf_counter()
-    h = _highs_lp(model, time_limit)
-    h.run()
-    if not _optimal(h):
+    session = lp.open_lp(model)
+    if not session.run(time_limit):
         return None
-    values = np.asarray(h.getSolution().col_value, dtype=np.float64)
-    bound = -float(h.getInfo().objective_function_value) + model.objective_offset
-    return Relaxation(values, bound, time.perf_counter() - t0)
+    return Relaxation(session.values(), session.objective(), time.perf_counter() - t0)
 
 
 @dataclass(frozen=True)
@@ -105,6 +62,8 @@ class Dive:
     rounds: int
     fractional: int
     seconds: float
+    #: The first LP's values (the LP optimum itself).
+    lp_values: npt.NDArray[np.float64] | None = None
 
 
 def dive(
@@ -114,6 +73,8 @@ def dive(
     up: float = 0.8,
     down: float = 0.4,
     keep: bool = True,
+    lp: LpCapable | None = None,
+    lp_deadline: float | None = None,
 ) -> Dive | None:
     """LP diving: round the ``decisions`` the LP leaves fractional, re-solving as it goes.
 
@@ -122,18 +83,21 @@ def dive(
     largest one alone when none qualifies), then re-solves the LP from its last basis.
     A round-up that makes the LP infeasible is turned into a round-down. Stops when
     every decision is integral or at ``deadline``; returns the first LP's bound and the
-    last LP values (``None`` without HiGHS or without an LP optimum). Rounding the rest
-    down keeps every ``<=`` row of this model.
+    last LP values (``None`` without an LP-capable backend or without an LP optimum).
+    Rounding the rest down keeps every ``<=`` row of this model. The first LP may run
+    until ``lp_deadline`` (default ``deadline``): its bound is worth having even when no
+    time is left to round.
     """
-    if not lp_available():
+    lp = lp or lp_backend()
+    if lp is None:
         return None
     t0 = time.perf_counter()
-    h = _highs_lp(model, max(deadline - t0, 0.01))
-    h.run()
-    if not _optimal(h):
+    h = lp.open_lp(model)
+    if not h.run(max(lp_deadline or deadline, deadline) - time.perf_counter()):
         return None
-    bound = -float(h.getInfo().objective_function_value) + model.objective_offset
-    values = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    bound = h.objective()
+    values = h.values()
+    first = values
     rounds = 0
     left = 0
     upper = np.asarray(model.upper, dtype=np.float64)
@@ -154,7 +118,7 @@ def dive(
             settled = decisions[~fractional]
             grow = settled[lower[settled] < np.round(values[settled])]
             lower[grow] = np.round(values[grow])
-            _set_bounds(h, grow, lower, upper)
+            h.set_bounds(grow, lower, upper)
         cand = decisions[fractional]
         parts = part[fractional]
         raise_ = cand[parts >= up]
@@ -164,33 +128,19 @@ def dive(
         old_lower = lower[raise_].copy()
         lower[raise_] = np.ceil(values[raise_] - 1e-9)
         upper[lower_] = np.floor(values[lower_] + 1e-9)
-        _set_bounds(h, raise_, lower, upper)
-        _set_bounds(h, lower_, lower, upper)
-        # HiGHS's clock runs across calls: the limit is the time since it was made.
-        h.setOptionValue("time_limit", max(deadline - t0, 0.01))
+        h.set_bounds(raise_, lower, upper)
+        h.set_bounds(lower_, lower, upper)
         started = time.perf_counter()
-        h.run()
+        ok = h.run(deadline - started)
         last_run = time.perf_counter() - started
-        if not _optimal(h):
+        if not ok:
             lower[raise_] = old_lower
             upper[raise_] = np.floor(values[raise_] + 1e-9)
-            _set_bounds(h, raise_, lower, upper)
-            h.run()
-            if not _optimal(h):
+            h.set_bounds(raise_, lower, upper)
+            if not h.run(deadline - time.perf_counter()):
                 break
-        values = np.asarray(h.getSolution().col_value, dtype=np.float64)
-    return Dive(bound, values, rounds, left, time.perf_counter() - t0)
-
-
-def _set_bounds(
-    h: Any,
-    idx: npt.NDArray[np.int64],
-    lower: npt.NDArray[np.float64],
-    upper: npt.NDArray[np.float64],
-) -> None:
-    if len(idx):
-        cols = np.asarray(idx, dtype=np.int32)
-        h.changeColsBounds(len(cols), cols, lower[cols], upper[cols])
+        values = h.values()
+    return Dive(bound, values, rounds, left, time.perf_counter() - t0, first)
 
 
 def neighbourhood(

@@ -7,7 +7,7 @@ leaves its module.
 
 from __future__ import annotations
 
-from planner.mip.backends.base import Backend, SolveResult
+from planner.mip.backends.base import Backend, Capabilities, LpCapable, SolveResult
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.backends.pulp import PulpBackend
 
@@ -30,4 +30,21 @@ def available_backends() -> list[str]:
     return [name for name, b in BACKENDS.items() if b.is_available()]
 
 
-__all__ = ["BACKENDS", "Backend", "SolveResult", "available_backends", "get_backend"]
+def lp_backend() -> LpCapable | None:
+    """The first registered, installed backend that declares ``lp_relaxation``."""
+    for b in BACKENDS.values():
+        if b.capabilities.lp_relaxation and isinstance(b, LpCapable) and b.is_available():
+            return b
+    return None
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Capabilities",
+    "LpCapable",
+    "SolveResult",
+    "available_backends",
+    "get_backend",
+    "lp_backend",
+]

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -42,10 +42,38 @@ class SolveResult:
         return max(self.bound - self.objective, 0.0) / max(abs(self.bound), 1.0)
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond :meth:`Backend.solve`, declared, never probed.
+
+    The planner reads these to decide what to ask for; a backend that does not declare a
+    capability is never asked to use it.
+    """
+
+    #: Takes ``LinearModel.hint`` as a complete starting solution (a MIP start).
+    warm_start: bool = False
+    #: Takes a partial ``hint`` (values for some variables) to guide its search.
+    hints: bool = False
+    #: Solves the LP relaxation, incrementally (:class:`LpCapable`): the LP-guided path
+    #: asks the registry for such a backend.
+    lp_relaxation: bool = False
+    #: Returns a few incumbents found before its last one (``SolveResult.earlier``).
+    earlier_incumbents: bool = False
+    #: Stops at its first incumbent reaching ``LinearModel.stop_at``.
+    stop_at_bound: bool = False
+    #: Can start its solver ahead of the first solve (:class:`Prestarting`).
+    prestart: bool = False
+
+    def names(self) -> list[str]:
+        """The declared capabilities, by field name."""
+        return [k for k, v in self.__dict__.items() if v]
+
+
 class Backend(Protocol):
     """A MIP solver fed from a :class:`LinearModel`."""
 
     name: str
+    capabilities: Capabilities
 
     def is_available(self) -> bool:
         """Whether the solver is installed (cheap: never imports the solver)."""
@@ -53,6 +81,56 @@ class Backend(Protocol):
 
     def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
         """Maximize ``model`` within ``time_limit`` seconds, stopping at ``rel_gap``."""
+        ...
+
+
+@runtime_checkable
+class Prestarting(Protocol):
+    """A backend that can start its solver (process, imports) ahead of the first solve."""
+
+    def warm(self) -> None:
+        """Start the solver without waiting for it."""
+        ...
+
+
+class LpSession(Protocol):
+    """One LP relaxation held by a solver, re-solved as variable bounds change."""
+
+    def run(self, time_limit: float) -> bool:
+        """(Re-)solve from the last basis within ``time_limit`` seconds; whether optimal."""
+        ...
+
+    def values(self) -> npt.NDArray[np.float64]:
+        """The last optimum's variable values."""
+        ...
+
+    def objective(self) -> float:
+        """The last optimum's objective (maximized, offset included)."""
+        ...
+
+    def set_bounds(
+        self,
+        idx: npt.NDArray[np.int64],
+        lower: npt.NDArray[np.float64],
+        upper: npt.NDArray[np.float64],
+    ) -> None:
+        """Set the bounds of variables ``idx`` to ``lower[idx]``, ``upper[idx]``."""
+        ...
+
+
+@runtime_checkable
+class LpCapable(Protocol):
+    """A backend that solves LP relaxations (declares ``capabilities.lp_relaxation``)."""
+
+    name: str
+    capabilities: Capabilities
+
+    def is_available(self) -> bool:
+        """Whether the solver is installed."""
+        ...
+
+    def open_lp(self, model: LinearModel) -> LpSession:
+        """The LP relaxation of ``model``, not yet solved."""
         ...
 
 

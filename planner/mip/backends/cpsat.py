@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models import SolveStatus
-from planner.mip.backends.base import SolveResult
+from planner.mip.backends.base import Capabilities, SolveResult
 from planner.mip.backends.isolate import Isolated, SolverDied, Unavailable
 from planner.mip.model import LinearModel
 
@@ -65,6 +65,11 @@ class CpSatBackend:
     """
 
     name = "cpsat"
+    #: The hint is a complete or partial start; earlier incumbents come from a solution
+    #: callback that also stops the search at ``stop_at``. CP-SAT exposes no LP.
+    capabilities = Capabilities(
+        warm_start=True, hints=True, earlier_incumbents=True, stop_at_bound=True, prestart=True
+    )
 
     def __init__(
         self,

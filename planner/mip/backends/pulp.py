@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from models import SolveStatus
-from planner.mip.backends.base import SolveResult, quiet_stdout
+from planner.mip.backends.base import Capabilities, LpSession, SolveResult, quiet_stdout
+from planner.mip.backends.highs_lp import HighsLp, highs_available
 from planner.mip.model import LinearModel
 
 
@@ -26,10 +27,19 @@ class PulpBackend:
 
     def __init__(self, solver: str = "auto") -> None:
         self.solver = solver
+        # PuLP hands the MIP no start, reports no earlier incumbents and cannot stop at
+        # an objective value; with HiGHS installed it solves LP relaxations.
+        self.capabilities = Capabilities(lp_relaxation=solver != "cbc" and highs_available())
 
     def is_available(self) -> bool:
         """Whether PuLP is installed (found, not imported)."""
         return importlib.util.find_spec("pulp") is not None
+
+    def open_lp(self, model: LinearModel) -> LpSession:
+        """The LP relaxation of ``model`` in HiGHS (requires ``capabilities.lp_relaxation``)."""
+        if not self.capabilities.lp_relaxation:
+            raise RuntimeError("this PuLP backend has no LP solver (HiGHS is missing)")
+        return HighsLp(model)
 
     def _make_solver(self, time_limit: float, rel_gap: float) -> Any:
         import pulp

@@ -9,7 +9,7 @@ import pytest
 
 from models import SolveStatus
 from planner.mip import plan_epoch
-from planner.mip.backends import SolveResult
+from planner.mip.backends import Capabilities, SolveResult
 from planner.mip.model import LinearModel
 
 from .conftest import SnapBuilder
@@ -20,6 +20,7 @@ class NoAnswer:
     """A backend that returns no solution: by default it runs out of time first."""
 
     name = "no-answer"
+    capabilities = Capabilities()
 
     def __init__(self, status: SolveStatus = SolveStatus.NO_SOLUTION, message: str = "time limit"):
         self.status = status
@@ -130,11 +131,43 @@ def test_charged_objective_equals_objective_when_headroom_is_ample() -> None:
 
 
 def test_charged_objective_counts_whole_slices_only() -> None:
-    """3 GPU-h of headroom cover 1.5 slices of an 8-GPU job: the MIP charges it all,
-    the plan charges one whole slice, so the plan's own charging scores lower."""
+    """3 GPU-h of headroom (120 quanta) cover 1.5 slices of an 8-GPU job (80 quanta each):
+    the model, like the plan, charges one whole slice, so both objectives agree.
+
+    Charged 80 quanta at slope 800: 64000; uncharged 240 inside the 320-quanta share at
+    200: 48000; work 320 * 5 = 1600; total 113600.
+    """
     snapshot = SnapBuilder().pool(nodes=2).project("a", headroom=3.0).queued("a1", "a").build()
-    plan = plan_epoch(snapshot)
+    plan = plan_epoch(snapshot, rel_gap=0.0)
     charged = [a.charged for s in plan.slices for a in s.assignments if a.job == "a1"]
     assert charged == [True, False, False, False]
-    assert plan.solver.objective is not None and plan.solver.charged_objective is not None
-    assert plan.solver.charged_objective < plan.solver.objective
+    assert plan.solver.objective == pytest.approx(113_600)
+    assert plan.solver.charged_objective == plan.solver.objective
+
+
+def test_the_model_picks_which_slices_to_charge() -> None:
+    """Headroom of 160 quanta, a running 12-GPU job (120 per slice) and a new 8-GPU job
+    (80 per slice): charging in precedence order (running first) would charge 120 and
+    leave 40 unspent; the model charges two 80-quanta slices of the new job, and the
+    plan charges exactly those.
+
+    Owed 40 GPUs (target 1600, first segment to 800, slope 800): charged 160 * 800 =
+    128000; uncharged 640 of the 800 quanta of work at 200: 128000; work 800 * 5 = 4000;
+    total 260000 (in precedence order: 96000 + 136000 + 4000 = 236000).
+    """
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=2, gpus_per_node=16)
+        .project("a", owed=40, headroom=4.0)
+        .running("r1", ("c-h100-000",), "a", gpus=12, ran=7200.0)
+        .queued("a1", "a")
+        .build()
+    )
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    charged = {
+        (a.job, k) for k, s in enumerate(plan.slices) for a in s.assignments if a.charged
+    }
+    assert charged == {("a1", 0), ("a1", 1)}
+    assert plan.solver.objective == pytest.approx(260_000)
+    assert plan.solver.charged_objective == plan.solver.objective
+    check_plan(snapshot, plan)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from models import Plan, Snapshot
 from planner.mip import plan_epoch
+from planner.mip.backends import Capabilities
 from planner.placement import nodes_needed, place_gang
 
 from .conftest import SnapBuilder
@@ -179,6 +180,7 @@ class FailingBackend:
     """A backend whose solver always errors."""
 
     name = "failing"
+    capabilities = Capabilities()
 
     def is_available(self) -> bool:
         return True

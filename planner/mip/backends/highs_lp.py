@@ -1,0 +1,97 @@
+"""The LP relaxation of a :class:`LinearModel` in HiGHS (``highspy``), as an LP session.
+
+Only the backends that declare ``lp_relaxation`` hand these out
+(:meth:`planner.mip.backends.pulp.PulpBackend.open_lp`); the LP-guided path
+(:mod:`planner.mip.relax`) sees the :class:`~planner.mip.backends.base.LpSession`
+protocol, never a HiGHS object.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.mip.backends.base import quiet_stdout
+from planner.mip.model import LinearModel
+
+
+def highs_available() -> bool:
+    """Whether HiGHS's Python interface is installed (found, not imported)."""
+    return importlib.util.find_spec("highspy") is not None
+
+
+class HighsLp:
+    """The LP relaxation of ``model`` held by one HiGHS object, solved incrementally."""
+
+    def __init__(self, model: LinearModel) -> None:
+        import highspy
+
+        self._highspy = highspy
+        self._offset = model.objective_offset
+        self._made = time.perf_counter()
+        n = model.num_vars
+        cost = np.zeros(n)
+        for v, coef in model.objective.items():
+            cost[v] = -coef  # HiGHS minimizes
+        starts = [0]
+        index: list[npt.NDArray[np.int64]] = []
+        value: list[npt.NDArray[np.int64]] = []
+        row_lo = np.empty(len(model.constraints))
+        row_hi = np.empty(len(model.constraints))
+        for i, c in enumerate(model.constraints):
+            index.append(c.vars)
+            value.append(c.coefs)
+            starts.append(starts[-1] + len(c.vars))
+            row_lo[i] = c.rhs if c.sense in (">=", "==") else -highspy.kHighsInf
+            row_hi[i] = c.rhs if c.sense in ("<=", "==") else highspy.kHighsInf
+        a_index = np.concatenate(index).astype(np.int32) if index else np.zeros(0, np.int32)
+        a_value = np.concatenate(value).astype(np.float64) if value else np.zeros(0)
+        with quiet_stdout():
+            h = highspy.Highs()  # type: ignore[no-untyped-call]
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        lp = highspy.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = len(model.constraints)
+        lp.col_cost_ = cost
+        lp.col_lower_ = np.asarray(model.lower, dtype=np.float64)
+        lp.col_upper_ = np.asarray(model.upper, dtype=np.float64)
+        lp.row_lower_ = row_lo
+        lp.row_upper_ = row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
+        lp.a_matrix_.index_ = a_index
+        lp.a_matrix_.value_ = a_value
+        h.passModel(lp)
+        self._h: Any = h
+
+    def run(self, time_limit: float) -> bool:
+        """Solve (from the last basis) within ``time_limit``; whether it is optimal."""
+        # HiGHS's clock runs across calls: its limit is the time since it was made.
+        elapsed = time.perf_counter() - self._made
+        self._h.setOptionValue("time_limit", max(elapsed + time_limit, 0.01))
+        self._h.run()
+        return bool(self._h.getModelStatus() == self._highspy.HighsModelStatus.kOptimal)
+
+    def values(self) -> npt.NDArray[np.float64]:
+        """The last solution's values."""
+        return np.asarray(self._h.getSolution().col_value, dtype=np.float64)
+
+    def objective(self) -> float:
+        """The last solution's objective, maximized, offset included."""
+        return -float(self._h.getInfo().objective_function_value) + self._offset
+
+    def set_bounds(
+        self,
+        idx: npt.NDArray[np.int64],
+        lower: npt.NDArray[np.float64],
+        upper: npt.NDArray[np.float64],
+    ) -> None:
+        """Set the bounds of columns ``idx``."""
+        if len(idx):
+            cols = np.asarray(idx, dtype=np.int32)
+            self._h.changeColsBounds(len(cols), cols, lower[cols], upper[cols])

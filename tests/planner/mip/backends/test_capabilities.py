@@ -1,0 +1,98 @@
+"""Backends declare what they can do; the planner asks only for what is declared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from models import SolveStatus
+from planner.mip import plan_epoch
+from planner.mip.backends import BACKENDS, Capabilities, LpCapable, lp_backend
+from planner.mip.backends.base import SolveResult
+from planner.mip.model import LinearModel
+from planner.mip.relax import lp_available
+
+from ..conftest import SnapBuilder
+from ..test_lp_guided import medium_snapshot
+
+
+def test_every_registered_backend_declares_capabilities() -> None:
+    """Each backend in the registry carries a Capabilities object."""
+    for backend in BACKENDS.values():
+        assert isinstance(backend.capabilities, Capabilities)
+
+
+def test_cpsat_declares_its_search_features_and_no_lp() -> None:
+    """CP-SAT takes hints and a stop-at objective and reports earlier incumbents; it has no LP."""
+    caps = BACKENDS["cpsat"].capabilities
+    assert caps.names() == ["warm_start", "hints", "earlier_incumbents", "stop_at_bound", "prestart"]
+    assert not caps.lp_relaxation
+
+
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_registry_hands_out_an_lp_capable_backend() -> None:
+    """The LP-guided path gets its LP from a backend that declares lp_relaxation."""
+    lp = lp_backend()
+    assert lp is not None and isinstance(lp, LpCapable)
+    assert lp.capabilities.lp_relaxation
+    m = LinearModel()
+    a = m.add_var("a", 0, 1)
+    m.add_constraint([(a, 2)], "<=", 1)
+    m.add_objective(a, 3)
+    session = lp.open_lp(m)
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(1.5)
+
+
+class Recorder:
+    """A backend that declares nothing and records what it is asked to solve."""
+
+    name = "recorder"
+    capabilities = Capabilities()
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[int, int], int | None]] = []
+
+    def is_available(self) -> bool:
+        return True
+
+    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        self.calls.append((dict(model.hint), model.stop_at))
+        return SolveResult(SolveStatus.NO_SOLUTION, None, None, None, 0.0, "recorded")
+
+
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_undeclared_features_are_not_asked_for() -> None:
+    """A backend without hints or stop-at-bound gets neither, in the neighbourhood searches too."""
+    recorder = Recorder()
+    plan = plan_epoch(medium_snapshot(), backend=recorder, time_limit=4.0, rel_gap=0.0)
+    assert recorder.calls
+    assert all(hint == {} and stop_at is None for hint, stop_at in recorder.calls)
+    assert not plan.solver.fallback
+
+
+def small() -> Any:
+    return SnapBuilder().pool().project("a").queued("a1", "a").build()
+
+
+def test_message_says_what_ended_a_direct_solve() -> None:
+    """A small model solved to optimality says so."""
+    plan = plan_epoch(small(), rel_gap=0.0)
+    assert "ended by cpsat on the whole model: proved optimal" in plan.solver.message
+
+
+def test_message_says_what_ended_a_fallback() -> None:
+    """A backend without an answer: the message names it and the greedy plan."""
+    plan = plan_epoch(small(), backend=Recorder())
+    assert plan.solver.fallback
+    assert "ended by recorder gave no answer (no_solution): the greedy plan is returned" in plan.solver.message
+
+
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_message_says_what_ended_an_lp_guided_search() -> None:
+    """An LP-guided epoch names the phase that ended it (a dive or a search) and why."""
+    plan = plan_epoch(medium_snapshot(), time_limit=6.0)
+    ended = plan.solver.message.split("ended by ", 1)[1]
+    assert ended.startswith(("LP dive", "neighbourhood search"))
+    assert any(w in ended for w in ("within the target", "time limit", "left, below"))

@@ -1,0 +1,90 @@
+"""The formulation's cuts: valid for integer plans, they remove fractional LP points."""
+
+from __future__ import annotations
+
+import pytest
+
+from models import Snapshot
+from planner.mip import plan_epoch
+from planner.mip.epoch import build_epoch
+from planner.mip.formulation import Formulation, apply
+from planner.mip.model import Constraint
+from planner.mip.relax import lp_available, solve_relaxation
+
+from .conftest import SnapBuilder
+
+needs_lp = pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+
+
+def row(f: Formulation, prefix: str) -> Constraint:
+    (c,) = [c for c in f.model.constraints if c.name.startswith(prefix)]
+    return c
+
+
+def lhs(c: Constraint, point: dict[int, float]) -> float:
+    return sum(float(a) * point.get(int(v), 0.0) for v, a in zip(c.vars, c.coefs, strict=True))
+
+
+def three_nodes() -> Snapshot:
+    """Three 8-GPU nodes, two queued 16-GPU gangs (two whole nodes each) of one class."""
+    return (
+        SnapBuilder()
+        .pool(nodes=3)
+        .project("a", owed=24)
+        .queued("a1", "a", gpus=16, duration=3600.0)
+        .queued("a2", "a", gpus=16, duration=3600.0)
+        .build()
+    )
+
+
+def test_node_cut_removes_one_and_a_half_gangs() -> None:
+    """On 3 free nodes the whole-node row ``2 x <= 3`` allows x = 1.5 gangs of 2 nodes;
+    the node-count cut ``x <= floor(3 / 2) = 1`` does not."""
+    f = apply(build_epoch(three_nodes()))
+    x = f.x[(0, 0, 0)]  # the class, pool 0, started in slice 0 (runs all 4 slices)
+    nodes = row(f, "whole_nodes[0,0]")
+    cut = row(f, "cut_nodes[0,0,2]")
+    fractional = {x: 1.5}
+    assert lhs(nodes, fractional) <= nodes.rhs  # 3 <= 3: the row keeps it
+    assert (cut.rhs, lhs(cut, fractional)) == (1, 1.5)  # 1.5 > 1: the cut removes it
+    assert lhs(cut, {x: 1.0}) <= cut.rhs  # one whole gang stays allowed
+
+
+@needs_lp
+def test_node_cut_lowers_the_lp_bound_to_the_integer_optimum() -> None:
+    """With the cuts the LP bound is the integer optimum here (one gang on two nodes)."""
+    snapshot = three_nodes()
+    f = apply(build_epoch(snapshot))
+    relax = solve_relaxation(f.model, 5.0)
+    without = apply(build_epoch(snapshot))
+    without.model.constraints = [c for c in without.model.constraints if not c.name.startswith("cut_")]
+    loose = solve_relaxation(without.model, 5.0)
+    assert relax is not None and loose is not None
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    assert plan.solver.objective is not None
+    assert relax.bound == pytest.approx(plan.solver.objective)
+    assert loose.bound > relax.bound + 1.0
+
+
+def test_capped_work_cut_removes_a_quarter_gang_filling_a_small_share() -> None:
+    """A project owed 2 GPUs (target 80 quanta, first segment 40) whose only job is an
+    8-GPU gang (320 quanta over the epoch): a quarter of the gang would fill the first
+    segment (u0 = 40 <= w = 80 <= 320 / 4); the cut caps the gang's work in that segment
+    at 40 per gang started, so a quarter gang fills only 10."""
+    snapshot = SnapBuilder().pool().project("a", owed=2).queued("a1", "a").build()
+    f = apply(build_epoch(snapshot))
+    x = f.x[(0, 0, 0)]
+    u0 = f.u[("a", 0)]
+    cut = row(f, "cut_work[a,0]")
+    quarter = {x: 0.25, u0: 40.0}
+    assert lhs(cut, quarter) > cut.rhs  # 40 - 40 * 0.25 = 30 > 0
+    assert lhs(cut, {x: 1.0, u0: 40.0}) <= cut.rhs  # the whole gang fills it
+
+
+def test_cuts_keep_the_integer_optimum() -> None:
+    """The cuts are valid: the conformance optimum of one job on one node is unchanged."""
+    snapshot = SnapBuilder().pool().project("a", owed=2).queued("a1", "a").build()
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    # Charged 320 quanta: 40 at 800, 40 at 400, 80 at 100 (to 2T = 160), 160 at 25:
+    # 60000; work 320 * 5 = 1600.
+    assert plan.solver.objective == pytest.approx(61_600)
