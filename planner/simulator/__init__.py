@@ -15,6 +15,8 @@ from typing import Any
 import pandas as pd
 
 from models import Scenario
+from models.errors import GpuplanError
+from models.limits import MAX_SIMULATED_SLICES
 from planner.scheduler import POLICY_NAMES, make_policy
 from planner.simulator.engine import ProgressFn
 from planner.simulator.metrics import SUMMARY_KEYS
@@ -22,6 +24,10 @@ from planner.simulator.metrics import SUMMARY_KEYS
 TAIL_CAP_S = 86400.0
 """Without ``days``, the run ends when the last job would end if started on submission,
 but at most this long after the last submission (an overloaded queue may never drain)."""
+
+
+class SimulationError(GpuplanError, ValueError):
+    """A simulation that cannot be run as asked (its length, an unknown policy)."""
 
 
 @dataclass
@@ -110,10 +116,16 @@ def simulate(
     from planner.simulator.metrics import compute
 
     if policy not in POLICY_NAMES:
-        raise ValueError(f"unknown policy {policy!r} (choose from {', '.join(POLICY_NAMES)})")
-    if days is not None and not days > 0:
-        raise ValueError(f"days must be positive, got {days!r}")
+        raise SimulationError(f"unknown policy {policy!r} (choose from {', '.join(POLICY_NAMES)})")
+    if days is not None and not 0 < days < math.inf:
+        raise SimulationError(f"days must be positive and finite, got {days!r}")
     horizon = days * 86400.0 if days is not None else default_horizon(scenario)
+    slices = horizon / scenario.policy.slice_length
+    if slices > MAX_SIMULATED_SLICES:
+        raise SimulationError(
+            f"a simulation of {horizon / 86400.0:g} days spans {slices:,.0f} slices; at most "
+            f"{MAX_SIMULATED_SLICES:,} are simulated (fewer days or longer slices)"
+        )
     engine = Engine(scenario, make_policy(policy, **options), horizon, progress=progress)
     engine.run()
     out = compute(engine)
@@ -141,4 +153,4 @@ def compare(
     }
 
 
-__all__ = ["SUMMARY_KEYS", "SimulationResult", "compare", "default_horizon", "simulate"]
+__all__ = ["SUMMARY_KEYS", "SimulationError", "SimulationResult", "compare", "default_horizon", "simulate"]

@@ -43,3 +43,15 @@ def test_unknown_policy_is_a_clear_error():
     """An unknown policy name raises ValueError naming the choices."""
     with pytest.raises(ValueError, match="legacy, fairshare, mip"):
         simulate(load_scenario("tiny"), "sjf")
+
+
+@pytest.mark.parametrize("days", [float("inf"), float("nan"), 0.0, 1e9])
+def test_simulate_refuses_unbounded_or_empty_lengths_from_python(days: float) -> None:
+    """The Python API has the command line's bounds: no infinite, NaN, empty or
+    ten-thousand-year simulation starts; the error is the project's own."""
+    from models.errors import GpuplanError
+    from planner.simulator import SimulationError
+
+    with pytest.raises(SimulationError) as info:
+        simulate(load_scenario("tiny"), "fairshare", days=days)
+    assert isinstance(info.value, GpuplanError) and isinstance(info.value, ValueError)
