@@ -82,9 +82,9 @@ class SolverInfo(Frozen):
     fallback: bool = False
     message: str = ""
     #: The objective with the charging the plan itself does (``Assignment.charged``:
-    #: whole run-slices, in charge order). ``objective`` lets the MIP charge any number
-    #: of quanta within the headroom, so this one is lower when a project's last
-    #: slices do not fit its headroom whole.
+    #: whole run-slices). The MIP counts charged slices as whole numbers per project and
+    #: slice size, so for a plan it placed this equals ``objective``; it is kept (and
+    #: differs) for plans whose charging was fixed afterwards, e.g. the greedy fallback.
     charged_objective: float | None = None
 
 
