@@ -83,8 +83,8 @@ class SolverInfo(Frozen):
     message: str = ""
     #: The objective with the charging the plan itself does (``Assignment.charged``:
     #: whole run-slices). The MIP counts charged slices as whole numbers per project and
-    #: slice size, so for a plan it placed this equals ``objective``; it is kept (and
-    #: differs) for plans whose charging was fixed afterwards, e.g. the greedy fallback.
+    #: slice size and the plan charges exactly those, so this should equal
+    #: ``objective``; it is kept so that readers and the benchmark can check it.
     charged_objective: float | None = None
 
 
