@@ -31,13 +31,9 @@ from planner.scheduler.queues import (
     VictimIndex,
     fair_share_rank,
     victim_level,
+    within_project,
 )
 from planner.scheduler.state import JobRun
-
-
-def _key(run: JobRun) -> tuple[Any, ...]:
-    j = run.job
-    return (not j.urgent, -j.priority, j.submit)
 
 
 class FairSharePolicy:
@@ -46,7 +42,7 @@ class FairSharePolicy:
     name = "fairshare"
 
     def __init__(self) -> None:
-        self.queue = ShapeQueues(_key)
+        self.queue = ShapeQueues(within_project)
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
 
@@ -119,7 +115,7 @@ class FairSharePolicy:
         if not dirty:
             # Only submissions happened: the last pass left nothing that fits, so only
             # the new jobs can start (each at its own rank).
-            for run in sorted(new, key=lambda r: (self.ratio[r.job.project], _key(r))):
+            for run in sorted(new, key=lambda r: (self.ratio[r.job.project], within_project(r))):
                 if run.status == "queued":
                     self._try(run, allow_preempt=True)
             return

@@ -46,13 +46,9 @@ from planner.scheduler.queues import (
     VictimIndex,
     fair_share_rank,
     victim_level,
+    within_project,
 )
 from planner.scheduler.state import JobRun
-
-
-def _key(run: JobRun) -> tuple[Any, ...]:
-    j = run.job
-    return (not j.urgent, -j.priority, j.submit)
 
 
 class MipPolicy:
@@ -90,7 +86,7 @@ class MipPolicy:
         self.owed: dict[str, float] = {}
         self.planned: set[str] = set()  # jobs the plan runs from the current slice on
         self._spare_wake = -math.inf
-        self.queue = ShapeQueues(_key)
+        self.queue = ShapeQueues(within_project)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
         self.failed_starts: set[str] = set()  # planned starts that found no room (this slice)
@@ -487,7 +483,7 @@ class MipPolicy:
         self.fast = {r.index: r for r in waiting}
         if not waiting:
             return
-        waiting.sort(key=lambda r: (self.ratio[r.job.project], _key(r), r.index))
+        waiting.sort(key=lambda r: (self.ratio[r.job.project], within_project(r), r.index))
         for run in waiting:
             if run.job.id in self.want:
                 continue  # the plan starts it on its nodes

@@ -36,6 +36,13 @@ def victim_level(engine: Scheduler, ratio: dict[str, float], v: JobRun) -> float
     return ratio[v.job.project] if v.job.resumable else -math.inf
 
 
+def within_project(run: JobRun) -> tuple[Any, ...]:
+    """The order inside a project: urgent first, then priority, then submission (the only
+    place priority still matters, as the institute's design has it)."""
+    j = run.job
+    return (not j.urgent, -j.priority, j.submit)
+
+
 def fair_share_rank(
     projects: list[str], standing: Mapping[str, ProjectStanding]
 ) -> tuple[dict[str, float], list[str]]:

@@ -27,23 +27,19 @@ from models import (
 from planner import reasons
 from planner.fairshare import org_at
 from planner.scheduler.core import Scheduler
+from planner.scheduler.queues import within_project
 from planner.scheduler.state import JobRun
 
 RECENT_PREEMPTIONS = 50
 """How many of the latest preemptions a status lists."""
 
 
-def _queue_key(run: JobRun) -> tuple[Any, ...]:
-    j = run.job
-    return (not j.allocated, not j.urgent, -j.priority, run.queued_at, run.index)
-
-
 def queue_order(core: Scheduler, ratio: dict[str, float]) -> list[JobRun]:
     """Queued jobs in the order the scheduler would start them: funded work first,
-    projects by fair-share ratio (lowest first), then urgent, priority, arrival."""
+    projects by fair-share ratio (lowest first), then the order inside a project."""
     queued = [r for r in core.runs if r.status == "queued"]
     return sorted(queued, key=lambda r: (not r.job.allocated, ratio.get(r.job.project, 0.0),
-                                         r.job.project, *_queue_key(r)[1:]))
+                                         r.job.project, *within_project(r), r.index))
 
 
 def _because(detail: str, nodes: str) -> str:
