@@ -13,9 +13,11 @@ good as ``fairshare`` beyond noise:
 
 Metrics: delivered over owed, worst project, occupancy, wait p50 and p90 per class
 (debug, batch, large), preemptions, restarts per job, preempted GPU-hours. Higher is
-better for the first three, lower for the rest. A metric is ``yes`` when mip's median is
-at least as good as fairshare's, ``noise`` when it is worse by less than the larger of
-the two ranges (the replicates do not separate them), ``NO`` otherwise.
+better for the first three, lower for the rest. Replicates are paired (the same
+workload under each policy): a metric is ``yes`` when the median of mip's paired
+differences from fairshare is no worse, ``noise`` when the
+paired replicates do not separate them (worse in the median, better in some
+replicate), ``NO`` when mip is worse in every replicate.
 
 Usage::
 
@@ -23,6 +25,7 @@ Usage::
     python benchmarks/outcomes.py --quick               # 2 replicates, 2 days of the bundled ones
     python benchmarks/outcomes.py --families gang-heavy,bursty-debug --replicates 3
     python benchmarks/outcomes.py --json out.json       # also write every figure
+    python benchmarks/outcomes.py --from-json out.json  # print a saved run's tables
 """
 
 from __future__ import annotations
@@ -154,15 +157,18 @@ def figures(summary: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def verdict(metric: str, fair: list[float], mip: list[float]) -> str:
-    if not fair or not mip:
+def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
+    """``yes``: mip at least as good in the median of the paired differences (same
+    replicate, same workload); ``NO``: worse in every replicate; ``noise``: worse in the
+    median but not in every replicate (the replicates do not separate the two)."""
+    pairs = [(f, m) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
+    if not pairs:
         return "-"
-    f, m = statistics.median(fair), statistics.median(mip)
-    better = m >= f if metric in HIGHER else m <= f
-    if better:
+    sign = 1.0 if metric in HIGHER else -1.0
+    gains = [sign * (m - f) for f, m in pairs]
+    if statistics.median(gains) >= 0:
         return "yes"
-    noise = max(max(fair) - min(fair), max(mip) - min(mip))
-    return "noise" if abs(m - f) <= noise else "NO"
+    return "NO" if all(g < 0 for g in gains) else "noise"
 
 
 def _shown(values: list[float]) -> str:
@@ -175,6 +181,20 @@ def _shown(values: list[float]) -> str:
     return f"{fmt(med)} [{fmt(min(values))}-{fmt(max(values))}]"
 
 
+def render(name: str, found: dict[str, Any]) -> None:
+    """Print one family's table from its runs (``--from-json`` re-renders saved ones)."""
+    runs, seconds, days = found["runs"], found["seconds"], found["days"]
+    rows = []
+    for metric in METRICS:
+        cols = {pol: [r[metric] for r in runs[pol]] for pol in POLICIES}
+        rows.append([metric, *(_shown([v for v in cols[pol] if v is not None]) for pol in POLICIES),
+                     verdict(metric, cols["fairshare"], cols["mip"])])
+    rows.append(["wall s (median)", *(f"{statistics.median(seconds[pol]):.0f}" for pol in POLICIES), ""])
+    print(f"\n{name} ({'full length' if days is None else f'{days:g} days'}; median [range] "
+          f"over {len(runs['mip'])} replicates)")
+    print(format_table(["metric", *POLICIES, "mip >= fairshare"], rows), flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--families", default=",".join(FAMILIES))
@@ -184,7 +204,13 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="2 replicates, 2 days of the bundled ones")
     p.add_argument("--time-limit", type=float, default=3.0, help="mip: seconds per plan")
     p.add_argument("--json", default=None, metavar="PATH", help="write every figure as JSON")
+    p.add_argument("--from-json", default=None, metavar="PATH",
+                   help="print the tables of a saved --json run instead of running")
     args = p.parse_args()
+    if args.from_json:
+        for name, found in json.loads(Path(args.from_json).read_text()).items():
+            render(name, found)
+        return 0
     if args.quick:
         args.replicates, args.days = 2, args.days or 2.0
     names = [n for n in args.families.split(",") if n]
@@ -207,16 +233,8 @@ def main() -> int:
                 seconds[pol].append(time.perf_counter() - t0)
                 runs[pol].append(figures(result.summary))
                 print(f"  {name} replicate {rep} {pol}: {seconds[pol][-1]:.0f} s", file=sys.stderr, flush=True)
-        rows = []
-        for metric in METRICS:
-            cols = {pol: [r[metric] for r in runs[pol] if r[metric] is not None] for pol in POLICIES}
-            rows.append([metric, *(_shown(cols[pol]) for pol in POLICIES),
-                         verdict(metric, cols["fairshare"], cols["mip"])])  # type: ignore[arg-type]
-        rows.append(["wall s (median)", *(f"{statistics.median(seconds[pol]):.0f}" for pol in POLICIES), ""])
-        print(f"\n{name} ({'full length' if days is None else f'{days:g} days'}; median [range] "
-              f"over {args.replicates} replicates)")
-        print(format_table(["metric", *POLICIES, "mip >= fairshare"], rows), flush=True)
         everything[name] = {"days": days, "runs": runs, "seconds": seconds}
+        render(name, everything[name])
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=1))
     return 0
