@@ -64,8 +64,10 @@ class JobRun:
 
     @property
     def remaining(self) -> float:
-        """Wall seconds the job needs if (re)started now."""
-        assert self.job.duration is not None
+        """Wall seconds the job needs if (re)started now; ``inf`` when its duration is
+        not known (a job adopted from a live cluster)."""
+        if self.job.duration is None:
+            return math.inf
         return self.job.duration - self.progress
 
     @property

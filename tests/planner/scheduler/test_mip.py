@@ -144,3 +144,24 @@ def test_free_work_inside_its_owed_share_is_the_last_free_victim() -> None:
     core.step(100.0, [Event(SUBMIT, "D")])
     victims = {row[2] for row in core.log if row[1] == "preempt"}
     assert len(victims) == 1 and victims <= {"B1", "B2"}
+
+
+def test_a_debug_job_of_unknown_duration_takes_the_fast_lane() -> None:
+    """A job adopted from a live cluster has no duration: the fast lane still places it
+    (on GPUs no planned start wants), instead of failing on its unknown end."""
+    s = build([
+        {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "G", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+    ], nodes=4, shares={"a": 1, "b": 1})
+    f, g = _assign("F", "a", "c-h100-000", 8, True), _assign("G", "a", "c-h100-001", 8, True)
+    plan = Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=(Slice(start=0, end=SLICE, assignments=(f,)),
+                        *(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=(f, g))
+                          for k in (1, 2, 3))))
+    core = Scheduler(s, HandPlanned(plan))
+    core.add_job(Job(id="dbg", project="b", gpus=2, duration=None, min_runtime=300))
+    core.step(0.0, [Event(SUBMIT, j) for j in ("F", "G")])
+    core.step(60.0, [Event(SUBMIT, "dbg")])
+    dbg = core.by_id["dbg"]
+    assert dbg.status == "running" and dbg.run_start == 60.0
+    assert dbg.nodes != ("c-h100-001",)  # the node G's planned start wants
