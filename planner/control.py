@@ -86,6 +86,14 @@ __all__ = ["ControlLoop", "RunState", "RunSummary", "live_scenario"]
 DECISION_EVENTS = ("start", "resume", "preempt", "hold", "release", "finish", "adopt")
 """Event-log rows the loop reports as one line each."""
 
+LOG_KEEP = 20_000
+"""Rows of the scheduler's log (and of :attr:`RunSummary.decisions` and ``reports``) a
+live run keeps: a service runs for months, and what it decided is in its log lines and
+the ledger."""
+
+PLANS_KEEP = 24
+"""The latest plans a live run keeps in its summary."""
+
 
 @dataclass
 class RunSummary:
@@ -95,7 +103,9 @@ class RunSummary:
     start: float = 0.0
     end: float = 0.0
     charged_from: float = 0.0  # where this run's ledger records begin (before start: catch-up)
-    decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    decisions: list[tuple[Any, ...]] = field(default_factory=list)  # the latest LOG_KEEP
+    counts: dict[str, int] = field(default_factory=dict)  # decisions by kind, all of them
+    failed_total: int = 0  # executor actions that failed, all of them
     reports: list[ApplyReport] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     submitted: list[str] = field(default_factory=list)
@@ -104,7 +114,7 @@ class RunSummary:
 
     @property
     def failed(self) -> int:
-        """Executor actions that failed."""
+        """Executor actions that failed (of the reports kept)."""
         return sum(len(r.failed) for r in self.reports)
 
 
@@ -221,7 +231,8 @@ class ControlLoop:
         core = self._setup(start, summary)
         end = start + epochs * self.scenario.policy.epoch if epochs is not None else math.inf
         while not self._stop:
-            now = self.now()
+            # The wall clock may step back (NTP); scenario time never does.
+            now = max(self.now(), core.now)
             if now >= end:
                 break
             events = self._submit_arrivals(now, summary)
@@ -399,13 +410,14 @@ class ControlLoop:
         want = {r.job.id: set(r.nodes) for r in core.running.values()}
         have = {j.job: set(j.nodes) for j in state.jobs
                 if j.managed and j.phase in ("running", "suspended")}
-        if any(have.get(job) != nodes for job, nodes in want.items()):
-            # Still starting: released and pinned to its nodes, Slurm launching it.
-            pending = {j.job: set(j.pinned) for j in state.jobs if j.managed and j.phase == "pending"}
-            return any(have.get(job) != nodes and pending.get(job) != nodes
-                       for job, nodes in want.items())
-        return any(job not in want for job in have if core.by_id.get(job) is not None
-                   and core.by_id[job].status == "queued" and core.by_id[job].job.resumable)
+        # A job still starting (released, pinned to its nodes, Slurm launching it) is fine.
+        pending = {j.job: set(j.pinned) for j in state.jobs if j.managed and j.phase == "pending"}
+        missing = any(have.get(job) != nodes and pending.get(job) != nodes
+                      for job, nodes in want.items())
+        # Running on the cluster, queued in the model: a requeue not yet carried out.
+        stale = any(job not in want and (run := core.by_id.get(job)) is not None
+                    and run.status == "queued" and run.job.resumable for job in have)
+        return missing or stale
 
     def _apply(self, core: Scheduler, now: float, summary: RunSummary) -> None:
         plan = self.desired(core, now)
@@ -414,7 +426,9 @@ class ControlLoop:
             return
         self._applied = self._desired_key(core)
         summary.reports.append(report)
+        del summary.reports[:-LOG_KEEP]
         self._errors += len(report.failed)
+        summary.failed_total = self._errors
         for r in report.failed:
             self.progress(f"t={now:.0f}s {r.action} {r.job}: failed: {r.detail}")
             run = core.by_id.get(r.job)
@@ -487,10 +501,16 @@ class ControlLoop:
             where = f" on {nodes}" if nodes and event not in ("finish",) else ""
             why = f" ({detail})" if detail else ""
             self.progress(f"t={t:.0f}s {event} {job} [{project}, {gpus} GPUs]{where}{why}")
+        if len(core.log) > 2 * LOG_KEEP:
+            del core.log[:-LOG_KEEP]
+        if len(summary.decisions) > 2 * LOG_KEEP:
+            del summary.decisions[:-LOG_KEEP]
         self._logged = len(core.log)
+        summary.counts = dict(self._counts)
         plan = getattr(core.policy, "plan", None)
         if isinstance(plan, Plan) and (not summary.plans or summary.plans[-1] is not plan):
             summary.plans.append(plan)
+            del summary.plans[:-PLANS_KEEP]
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -155,12 +155,9 @@ def run(args: argparse.Namespace) -> int:
         row[0] += record.allocated_gpu_h
         row[1] += record.unallocated_gpu_h
         row[2] += record.owed_gpu_h
-    kinds: dict[str, int] = {}
-    for decision in summary.decisions:
-        kinds[decision[1]] = kinds.get(decision[1], 0) + 1
-    done = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no decisions"
+    done = ", ".join(f"{n} {k}" for k, n in sorted(summary.counts.items())) or "no decisions"
     print(f"{summary.end - summary.start:.0f}s on {executor.name} under {args.policy}: "
-          f"{len(summary.submitted)} jobs submitted; {done}; {summary.failed} failed actions")
+          f"{len(summary.submitted)} jobs submitted; {done}; {summary.failed_total} failed actions")
     if totals:
         print(format_table(
             ["project", "allocated GPU-h", "unallocated GPU-h", "owed GPU-h"],

@@ -17,6 +17,7 @@ from models import (
     JobLine,
     LiveStatus,
     PendingReason,
+    Pool,
     PoolStatus,
     Preemption,
     ProjectStatus,
@@ -130,6 +131,7 @@ def live_status(
     order = queue_order(core, ratio)
     seen_projects: dict[str, int] = {}
     last_preempt = _last_preemptions(core.log)
+    ends = _contract_ends(core)
     for position, run in enumerate(order, start=1):
         job = run.job
         before_mine = seen_projects.get(job.project, 0)
@@ -142,7 +144,7 @@ def live_status(
                                      if job.allows(p.cluster, p.gpu_type)],
             headroom_gpu_h=standing[job.project].headroom_gpu_h if job.project in standing else None,
             ahead_in_project=before_mine,
-            contracts_end=_first_contract_end(core, run, origin),
+            contracts_end=_first_contract_end(ends, run, origin),
         )
         text = reasons.waiting(reason, facts, now=posix_now)
         queue.append(QueuedJob(
@@ -206,13 +208,19 @@ def _last_preemptions(log: list[tuple[Any, ...]]) -> dict[str, tuple[float, str]
     return out
 
 
-def _first_contract_end(core: Scheduler, run: JobRun, origin: float) -> float | None:
+def _contract_ends(core: Scheduler) -> dict[Pool, float]:
+    """Per pool, when the first contract still running there ends (scenario time)."""
+    out: dict[Pool, float] = {}
+    for run in core.running.values():
+        if run.pool is not None and run.job.min_runtime > 0 and run.contract_end > core.now:
+            out[run.pool] = min(out.get(run.pool, math.inf), run.contract_end)
+    return out
+
+
+def _first_contract_end(ends: dict[Pool, float], run: JobRun, origin: float) -> float | None:
     """POSIX time the first contract on the job's pools ends (``None``: none running)."""
-    cl = core.cluster
-    ends = [core.runs[i].contract_end for p in cl.pools if run.job.allows(p.cluster, p.gpu_type)
-            for n in cl.pools[p].size for i in cl.jobs_on[n]
-            if core.runs[i].contract_end > core.now]
-    return origin + min(ends) if ends else None
+    mine = [t for p, t in ends.items() if run.job.allows(p.cluster, p.gpu_type)]
+    return origin + min(mine) if mine else None
 
 
 def job_class_latency(run: JobRun) -> float:

@@ -339,3 +339,19 @@ def test_each_decision_is_one_log_line_with_its_reason(tiny: Scenario) -> None:
     starts = [line for line in lines if " start j" in line]
     assert len(starts) == 3
     assert all("GPUs]" in line and " on " in line and "(charged" in line for line in starts)
+
+
+def test_a_long_run_keeps_its_memory_bounded(tiny: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service runs for months: the scheduler's log and the summary's decision rows are
+    cut to the latest LOG_KEEP, while the counts by kind keep every decision."""
+    import planner.control as control
+
+    monkeypatch.setattr(control, "LOG_KEEP", 3)
+    clock = FakeTime()
+    ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    loop = _loop(tiny, ex, Ledger(), clock)
+    summary = loop.run(epochs=30)  # two simulated hours of 60-s slices
+    assert loop.core is not None
+    assert len(loop.core.log) <= 6 and len(summary.decisions) <= 6
+    assert sum(summary.counts.values()) > 6
+    assert summary.counts["start"] >= len({r[2] for r in summary.decisions if r[1] == "start"})
