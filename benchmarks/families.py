@@ -263,45 +263,10 @@ def big_snapshot(scenario: Scenario, n_jobs: int, seed: int = 1) -> Snapshot:
     jobs = generate_jobs(scenario, GenerateSpec(seed=seed, days=7.0, load=1.2, users=300))
     picked = [jobs[i] for i in sorted(rng.choice(len(jobs), size=min(n_jobs, len(jobs)), replace=False))]
     now = max(j.submit for j in picked)
-    free: dict[str, int] = {n.name: n.gpus for n in scenario.nodes}
-    size = dict(free)
     pools: dict[tuple[str, str], list[str]] = {}
     for n in scenario.nodes:
         pools.setdefault((n.cluster, n.gpu_type), []).append(n.name)
-    total = sum(size.values())
-    busy = 0
-    states: list[JobState] = []
-    for job in picked:
-        placed = None
-        if busy < 0.95 * total and rng.random() < 0.7:
-            for (cluster, gpu_type), names in pools.items():
-                if not job.allows(cluster, gpu_type):
-                    continue
-                nodes = place_gang({n: free[n] for n in names if free[n] > 0}, size, job.gpus)
-                if nodes is not None:
-                    placed = (cluster, gpu_type, nodes)
-                    break
-        if placed is None:
-            states.append(JobState(job=job, status="queued"))
-            continue
-        cluster, gpu_type, nodes = placed
-        per = size[nodes[0]] if len(nodes) > 1 else job.gpus
-        for n in nodes:
-            free[n] -= per
-        busy += per * len(nodes)
-        ran = float(rng.uniform(0, min(job.duration or 3600.0, 8 * 3600.0)) * 0.9)
-        states.append(
-            JobState(
-                job=job,
-                status="running",
-                progress=ran,
-                run_start=now - ran,
-                cluster=cluster,
-                gpu_type=gpu_type,
-                nodes=nodes,
-                charged=job.allocated,
-            )
-        )
+    states = _start_some(picked, list(scenario.nodes), pools, 0.95, now, rng)
     demand: dict[str, float] = {}
     for st in states:
         demand[st.job.project] = demand.get(st.job.project, 0.0) + st.job.gpus
