@@ -34,7 +34,8 @@ OPTIONS = {
     "legacy": ("seed", "protected_fraction"),
     "fairshare": (),
     "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane", "holds",
-            "hold_fraction", "hold_min_gpus", "funded_lane"),
+            "hold_fraction", "hold_min_gpus", "funded_lane", "early_starts",
+            "lazy_stops"),
 }
 """The options each policy takes."""
 

@@ -165,3 +165,63 @@ def test_a_debug_job_of_unknown_duration_takes_the_fast_lane() -> None:
     dbg = core.by_id["dbg"]
     assert dbg.status == "running" and dbg.run_start == 60.0
     assert dbg.nodes != ("c-h100-001",)  # the node G's planned start wants
+
+
+def _two_slices(first: tuple[Assignment, ...], rest: tuple[Assignment, ...]) -> Plan:
+    return Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=(Slice(start=0, end=SLICE, assignments=first),
+                        *(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=rest)
+                          for k in (1, 2, 3))))
+
+
+def _lazy_case() -> Scenario:
+    return build([
+        {"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0, "resumable": True},
+        {"id": "G", "project": "b", "gpus": 8, "duration": 4 * H, "min_runtime": H, "submit": H + SLICE},
+    ], nodes=2, shares={"a": 1, "b": 1})
+
+
+def test_free_work_the_plan_stops_runs_on_while_no_start_needs_its_gpus() -> None:
+    """Each plan runs free U in slice 0 only and starts nothing on its node: U is not
+    preempted at the boundary; without lazy stops it is (and backfill restarts it on the
+    very GPUs it left: a restart for nothing)."""
+    u = _assign("U", "a", "c-h100-000", 8, False)
+    for lazy, preempted in ((True, False), (False, True)):
+        core = Scheduler(_lazy_case(), HandPlanned(_two_slices((u,), ()), lazy_stops=lazy))
+        core.step(0.0, [Event(SUBMIT, "U")])
+        core.step(H, [])  # the next plan sees U running
+        core.step(H + SLICE, [])
+        log = [(t, ev, job) for t, ev, job, *_ in core.log]
+        assert ((H + SLICE, "preempt", "U") in log) is preempted
+        assert core.by_id["U"].status == "running"
+
+
+def test_a_planned_start_takes_an_idle_node_before_evicting_free_work() -> None:
+    """The plan stops free U at slice 1 to start G on U's node while the other node idles:
+    G starts on the idle node and U runs on; without lazy stops U is evicted for G."""
+    u = _assign("U", "a", "c-h100-000", 8, False)
+    g = _assign("G", "b", "c-h100-000", 8, True)
+    for lazy in (True, False):
+        core = Scheduler(_lazy_case(), HandPlanned(_two_slices((u,), (g,)), lazy_stops=lazy,
+                                                   early_starts=False))
+        core.step(0.0, [Event(SUBMIT, "U")])
+        core.step(H, [])
+        core.step(H + SLICE, [Event(SUBMIT, "G")])
+        assert core.by_id["G"].status == "running"
+        assert core.by_id["G"].nodes == (("c-h100-001",) if lazy else ("c-h100-000",))
+        log = [(t, ev, job) for t, ev, job, *_ in core.log]
+        assert ((H + SLICE, "preempt", "U") in log) is not lazy
+
+
+def test_lazy_stops_still_empty_a_held_hole() -> None:
+    """Free work the plan stops on a node held for a gang is preempted at the boundary:
+    the hole must empty for the gang to start."""
+    u = _assign("U", "a", "c-h100-000", 8, False)
+    policy = HandPlanned(_two_slices((u,), ()), lazy_stops=True)
+    core = Scheduler(_lazy_case(), policy)
+    core.step(0.0, [Event(SUBMIT, "U")])
+    core.step(H, [])
+    policy.held = {"c-h100-000"}
+    core.step(H + SLICE, [])
+    log = [(t, ev, job) for t, ev, job, *_ in core.log]
+    assert (H + SLICE, "preempt", "U") in log

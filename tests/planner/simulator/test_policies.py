@@ -186,9 +186,44 @@ def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenari
         ],
         nodes=2,
     )
-    r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
+    # Without early starts: C would otherwise take the idle node at 5 min itself.
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0, early_starts=False)
     jobs = r.jobs.set_index("job")
     assert jobs.loc["C", "first_start"] == 900.0
     assert jobs.loc["U", "first_start"] == 4500.0
+    assert jobs.loc["U", "preemptions"] == 0
+    assert check_result(s, r) == []
+
+
+def test_mip_starts_a_later_planned_start_early_on_its_freed_nodes(scenario):
+    """GPUs freed in mid-slice go to the job the plan starts there at a later slice.
+
+    The plan at 0 runs A (2 h) on one node and B (5 min) on the other, and starts C on
+    B's node in slice 1 (at 15 min). B ends at 5 min: C starts then, on its planned node,
+    instead of the node idling for 10 minutes; U (free, arrives at 6 min) finds no room
+    and starts when C ends, never preempted.
+    """
+    s = scenario(
+        [
+            {"id": "A", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H,
+             "resumable": False},
+            {"id": "B", "project": "a", "gpus": 8, "duration": 300.0, "min_runtime": 300.0,
+             "resumable": False},
+            {"id": "C", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
+             "resumable": False},
+            {"id": "U", "project": "a", "gpus": 4, "duration": H, "min_runtime": 0,
+             "submit": 360.0},
+        ],
+        nodes=2,
+    )
+    r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
+    jobs = r.jobs.set_index("job")
+    ev = r.events
+    c_start = ev[(ev["job"] == "C") & (ev["event"] == "start")]
+    b_nodes = ev[(ev["job"] == "B") & (ev["event"] == "start")]["nodes"].iloc[0]
+    assert list(c_start["t"]) == [300.0]
+    assert c_start["detail"].iloc[0].endswith(" early")
+    assert c_start["nodes"].iloc[0] == b_nodes
+    assert jobs.loc["U", "first_start"] == 300.0 + H
     assert jobs.loc["U", "preemptions"] == 0
     assert check_result(s, r) == []
