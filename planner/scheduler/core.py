@@ -580,9 +580,8 @@ def maintenance_events(scenario: Scenario) -> list[tuple[float, Event]]:
 
 def candidate_pools(engine: Scheduler, job: Job) -> Iterator[tuple[Pool, PoolState]]:
     """The pools ``job`` may run on that could hold its gang now, in cluster order."""
-    cl = engine.cluster
-    for pool, ps in cl.pools.items():
-        if job.allows(pool.cluster, pool.gpu_type) and ps.can_fit(job.gpus, cl.max_size[pool]):
+    for pool, ps, max_size in engine.cluster.allowed_pools(job):
+        if ps.can_fit(job.gpus, max_size):
             yield pool, ps
 
 

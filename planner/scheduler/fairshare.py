@@ -121,14 +121,19 @@ class FairSharePolicy:
             return
         if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
             return
+        groups = self.queue.groups
         for funded in (True, False):
-            dead_free: set[Shape] = set()  # no hole on idle GPUs
+            # Shapes that failed this pass: no hole on idle GPUs, and (funded) no victims
+            # at this project's ratio or any later project's (a higher one), so they fail
+            # for every project after it too.
+            dead: set[Shape] = set()
             for project in self.order:
-                dead: set[Shape] = set(dead_free)
+                shapes = groups.get((project, funded))
+                if not shapes or shapes.keys() <= dead:
+                    continue  # nothing queued, or only shapes that already failed
                 for shape, run in self.queue.iter_group(e, (project, funded), dead):
                     if self._try(run, allow_preempt=funded):
                         continue
                     dead.add(shape)
-                    dead_free.add(shape)
                     if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
                         return
