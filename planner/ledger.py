@@ -497,16 +497,53 @@ class Ledger:
 
 
 class _Mirror:
-    """The ledger's records as numpy arrays, for fast window sums."""
+    """The ledger's records as numpy arrays, for fast window sums.
+
+    The arrays grow by doubling (appending a slice's records costs what they are, not
+    the whole history). ``reach[i]`` is the latest end among records ``0..i``: records
+    are appended roughly in time order, so a window skips, by bisection, the prefix of
+    records that all ended before it (the rows summed, and their order, are the same
+    as a scan of every record).
+    """
 
     def __init__(self) -> None:
         self.last_id = 0
         self.codes: dict[str, int] = {}
         self.names: list[str] = []
-        self.project = np.zeros(0, dtype=np.intp)
-        self.start = np.zeros(0)
-        self.end = np.zeros(0)
-        self.values = np.zeros((0, 4))
+        self.n = 0
+        self._project = np.zeros(0, dtype=np.intp)
+        self._start = np.zeros(0)
+        self._end = np.zeros(0)
+        self._reach = np.zeros(0)
+        self._values = np.zeros((0, 4))
+
+    @property
+    def project(self) -> np.ndarray:
+        return self._project[: self.n]
+
+    @property
+    def start(self) -> np.ndarray:
+        return self._start[: self.n]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self._end[: self.n]
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values[: self.n]
+
+    def _grow(self, need: int) -> None:
+        size = max(need, 2 * len(self._start), 1024)
+        n = self.n
+
+        def grown(old: np.ndarray) -> np.ndarray:
+            new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
+            new[:n] = old[:n]
+            return new
+
+        self._project, self._start, self._end = grown(self._project), grown(self._start), grown(self._end)
+        self._reach, self._values = grown(self._reach), grown(self._values)
 
     def extend(self, rows: list[tuple[Any, ...]]) -> None:
         codes = self.codes
@@ -515,19 +552,30 @@ class _Mirror:
                 codes[row[1]] = len(self.names)
                 self.names.append(row[1])
         self.last_id = int(rows[-1][0])
-        self.project = np.concatenate([self.project, np.array([codes[r[1]] for r in rows], dtype=np.intp)])
-        self.start = np.concatenate([self.start, np.array([r[2] for r in rows], dtype=float)])
-        self.end = np.concatenate([self.end, np.array([r[3] for r in rows], dtype=float)])
-        self.values = np.concatenate([self.values, np.array([r[4:8] for r in rows], dtype=float)])
+        n, k = self.n, len(rows)
+        if n + k > len(self._start):
+            self._grow(n + k)
+        self._project[n : n + k] = [codes[r[1]] for r in rows]
+        self._start[n : n + k] = [r[2] for r in rows]
+        ends = np.array([r[3] for r in rows], dtype=float)
+        self._end[n : n + k] = ends
+        if n:
+            ends[0] = max(ends[0], self._reach[n - 1])
+        self._reach[n : n + k] = np.maximum.accumulate(ends)
+        self._values[n : n + k] = [r[4:8] for r in rows]
+        self.n = n + k
 
     def window_totals(self, start: float, end: float) -> dict[str, Totals]:
-        inside = (self.end > start) & (self.start < end)
+        # Records before ``lo`` all ended by ``start``: none of them is inside.
+        lo = int(np.searchsorted(self._reach[: self.n], start, side="right"))
+        s_all, e_all = self._start[lo : self.n], self._end[lo : self.n]
+        inside = (e_all > start) & (s_all < end)
         if not inside.any():
             return {}
-        s, e = self.start[inside], self.end[inside]
+        s, e = s_all[inside], e_all[inside]
         fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
-        weighted = self.values[inside] * fraction[:, None]
-        project = self.project[inside]
+        weighted = self._values[lo : self.n][inside] * fraction[:, None]
+        project = self._project[lo : self.n][inside]
         n = len(self.names)
         sums = [np.bincount(project, weights=weighted[:, k], minlength=n) for k in range(4)]
         present = np.bincount(project, minlength=n) > 0
