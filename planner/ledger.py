@@ -515,31 +515,15 @@ class _Mirror:
         self._start = np.zeros(0)
         self._end = np.zeros(0)
         self._reach = np.zeros(0)
-        self._values = np.zeros((0, 4))
-
-    @property
-    def project(self) -> np.ndarray:
-        return self._project[: self.n]
-
-    @property
-    def start(self) -> np.ndarray:
-        return self._start[: self.n]
-
-    @property
-    def end(self) -> np.ndarray:
-        return self._end[: self.n]
-
-    @property
-    def values(self) -> np.ndarray:
-        return self._values[: self.n]
+        self._values = np.zeros((4, 0))  # one row per column: contiguous sums
 
     def _grow(self, need: int) -> None:
         size = max(need, 2 * len(self._start), 1024)
         n = self.n
 
         def grown(old: np.ndarray) -> np.ndarray:
-            new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
-            new[:n] = old[:n]
+            new = np.zeros((*old.shape[:-1], size), dtype=old.dtype)
+            new[..., :n] = old[..., :n]
             return new
 
         self._project, self._start, self._end = grown(self._project), grown(self._start), grown(self._end)
@@ -562,22 +546,24 @@ class _Mirror:
         if n:
             ends[0] = max(ends[0], self._reach[n - 1])
         self._reach[n : n + k] = np.maximum.accumulate(ends)
-        self._values[n : n + k] = [r[4:8] for r in rows]
+        self._values[:, n : n + k] = np.array([r[4:8] for r in rows], dtype=float).T
         self.n = n + k
 
     def window_totals(self, start: float, end: float) -> dict[str, Totals]:
         # Records before ``lo`` all ended by ``start``: none of them is inside.
-        lo = int(np.searchsorted(self._reach[: self.n], start, side="right"))
-        s_all, e_all = self._start[lo : self.n], self._end[lo : self.n]
-        inside = (e_all > start) & (s_all < end)
-        if not inside.any():
-            return {}
-        s, e = s_all[inside], e_all[inside]
+        hi = self.n
+        lo = int(np.searchsorted(self._reach[:hi], start, side="right"))
+        s, e = self._start[lo:hi], self._end[lo:hi]
+        project = self._project[lo:hi]
+        values = self._values[:, lo:hi]
+        inside = (e > start) & (s < end)
+        if not inside.all():  # (records out of time order: pick the inside ones)
+            if not inside.any():
+                return {}
+            s, e, project, values = s[inside], e[inside], project[inside], values[:, inside]
         fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
-        weighted = self._values[lo : self.n][inside] * fraction[:, None]
-        project = self._project[lo : self.n][inside]
         n = len(self.names)
-        sums = [np.bincount(project, weights=weighted[:, k], minlength=n) for k in range(4)]
+        sums = [np.bincount(project, weights=values[k] * fraction, minlength=n) for k in range(4)]
         present = np.bincount(project, minlength=n) > 0
         return {
             self.names[i]: Totals(float(sums[0][i]), float(sums[1][i]), float(sums[2][i]), float(sums[3][i]))
@@ -597,7 +583,9 @@ def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
         "owed_gpu_h": u.owed_gpu_h,
     }
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        if type(value) is float and math.isfinite(value):
+            pass  # the common case, checked first
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"usage of {u.project!r}: {name} must be a finite number, got {value!r}")
         if name not in ("start", "end") and value < 0:
             raise ValueError(f"usage of {u.project!r}: {name} must not be negative, got {value!r}")

@@ -210,11 +210,16 @@ class VictimIndex:
         runs = e.runs
         nodes = self.nodes
         pools = self.pools
+        cost, level = self.cost, self.level
+        rated: dict[int, tuple[float, float]] = {}  # a gang's jobs are rated once
         for name in e.touched:
             entries = []
             for i in cl.jobs_on[name]:
-                v = runs[i]
-                entries.append((self.cost(v), self.level(v), v.per_node, i))
+                got = rated.get(i)
+                if got is None:
+                    v = runs[i]
+                    got = rated[i] = (cost(v), level(v))
+                entries.append((got[0], got[1], runs[i].per_node, i))
             entries.sort()
             clear = min((x[1] for x in entries), default=math.inf)
             total = sum(x[0] for x in entries)

@@ -138,6 +138,7 @@ class ClusterState:
                 ps.open_free[name] = size
         # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
         self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
+        self.capacity_h100 = scenario.capacity_h100()  # drained nodes included
         self.available_gpus = sum(n.size for n in self.nodes.values())
         self.available_h100 = sum(n.size * n.rate for n in self.nodes.values())
         self.total_free = self.available_gpus
