@@ -212,7 +212,9 @@ def run_points(
     sides = list(dict.fromkeys(p.budgets for p in points))
     reps = sorted({p.replicate for p in points})
     base = SweepBase.of_scenario(scenario, fingerprint)
-    grid: dict[str, list[Any]] = {"options.budgets": sides, "options.replicate": reps}
+    # Replicate outermost, side fastest: the points go to the workers as pairs (current
+    # and edited of replicate 0 first), so the first comparison is in after one round.
+    grid: dict[str, list[Any]] = {"options.replicate": reps, "options.budgets": sides}
     all_options = {"shares": dict(shares), **dict(options or {})}
     # The sweep's point key -> our point (the grid may hold combinations not asked for).
     keyed: dict[str, Point] = {}
