@@ -184,6 +184,18 @@ def points_for(policy: str, replicates: int) -> list[Point]:
     return [Point(side, policy, r) for r in range(replicates) for side in SIDES]
 
 
+def first_pair(runs: Mapping[Point, RunResult]) -> tuple[RunResult, RunResult] | None:
+    """The current and edited result of the lowest replicate, once both are in: the
+    first answer the app shows while the other replicates run (``None`` until then)."""
+    if not runs:
+        return None
+    first = min(p.replicate for p in runs)
+    got = {p.budgets: r for p, r in runs.items() if p.replicate == first}
+    if "current" not in got or "edited" not in got:
+        return None
+    return got["current"], got["edited"]
+
+
 def run_points(
     scenario: Scenario,
     points: Sequence[Point],

@@ -63,6 +63,35 @@ def test_replicates_run_each_side_once_per_seed(replicated: dict[whatif.Point, w
     assert {r.replicate for r in replicated.values()} == {0, 1, 2}
 
 
+def test_runs_finish_in_replicate_pairs() -> None:
+    """Run one by one, the points finish pair by pair (current then edited of replicate 0
+    first), so the first comparison is in after two runs, not after one side's all."""
+    tiny = state.load_bundled("tiny")
+    order: list[tuple[str, int]] = []
+    whatif.run_points(
+        tiny.scenario, whatif.points_for("fairshare", 2), {"research/vision": 4.0}, 0.1,
+        fingerprint=tiny.key, on_point=lambda p, r, e: order.append((p.budgets, p.replicate)),
+    )
+    assert order == [("current", 0), ("edited", 0), ("current", 1), ("edited", 1)]
+
+
+def test_first_pair_waits_for_both_sides_of_the_first_replicate(
+    replicated: dict[whatif.Point, whatif.RunResult],
+) -> None:
+    """The first answer needs replicate 0 of both sides; then it is that pair."""
+    have: dict[whatif.Point, whatif.RunResult] = {}
+    for point in sorted(replicated, key=lambda p: (p.budgets, p.replicate)):  # all current first
+        assert whatif.first_pair(have) is None
+        have[point] = replicated[point]
+        if point.budgets == "edited":
+            break
+    pair = whatif.first_pair(have)
+    assert pair is not None
+    assert (pair[0].label, pair[0].replicate, pair[1].label, pair[1].replicate) == (
+        "current budgets", 0, "edited budgets", 0
+    )
+
+
 def test_perturbed_arrivals_move_jobs_by_at_most_the_jitter() -> None:
     """A replicate moves each arrival by up to JITTER_S, never before the start; seed 0 is the workload."""
     s = state.load_bundled("tiny").scenario
