@@ -36,6 +36,12 @@ PREVIEW_POLICY = "fairshare"
 JITTER_S = 1800.0
 """Replicates move each job's arrival by up to this many seconds either way."""
 DEFAULT_REPLICATES = 3
+RUN_OPTIONS: dict[str, dict[str, Any]] = {"mip": {"time_limit": 2.0, "rel_gap": 0.01}}
+"""Scheduler options of the what-if's runs, per scheduler. ``mip`` plans each epoch to
+the deployed planner's gap target (1 %) but stops the search after 2 s instead of 10 s:
+a week is 168 plans, and on ai2-like most of a plan's time is the search running into
+its limit, not the model (``docs/app.md``, *Timing*). ``gpuplan run`` keeps its own
+defaults."""
 
 OWED_WORDS = (
     "Owed: the GPU-hours a unit's share entitles it to, capped hour by hour by what its "
@@ -212,6 +218,9 @@ def run_points(
     """Run ``points`` through the sweep machinery (here, or on Dask with ``client`` or
     ``workers``) and return each point's result.
 
+    ``options`` go to every run; without them, the points of one scheduler get its
+    :data:`RUN_OPTIONS`.
+
     Raises
     ------
     RuntimeError
@@ -221,6 +230,8 @@ def run_points(
 
     wanted = {(p.budgets, p.policy, p.replicate) for p in points}
     policies = list(dict.fromkeys(p.policy for p in points))
+    if options is None and len(policies) == 1:
+        options = RUN_OPTIONS.get(policies[0], {})
     sides = list(dict.fromkeys(p.budgets for p in points))
     reps = sorted({p.replicate for p in points})
     base = SweepBase.of_scenario(scenario, fingerprint)

@@ -92,6 +92,27 @@ def test_first_pair_waits_for_both_sides_of_the_first_replicate(
     )
 
 
+def test_mip_runs_get_the_whatif_options_and_fairshare_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The what-if's mip plans stop at its own time limit; other schedulers get no options."""
+    import functools
+
+    import planner.simulator
+
+    seen: list[tuple[str, dict[str, object]]] = []
+    real = planner.simulator.simulate
+
+    @functools.wraps(real)
+    def spy(scenario: object, policy: str, **kw: object) -> object:
+        seen.append((policy, {k: v for k, v in kw.items() if k not in ("days", "progress")}))
+        return real(scenario, policy, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planner.simulator, "simulate", spy)
+    tiny = state.load_bundled("tiny")
+    for policy in ("mip", "fairshare"):
+        whatif.run_points(tiny.scenario, [whatif.Point("current", policy, 0)], {}, 0.05, fingerprint=tiny.key)
+    assert seen == [("mip", whatif.RUN_OPTIONS["mip"]), ("fairshare", {})]
+
+
 def test_perturbed_arrivals_move_jobs_by_at_most_the_jitter() -> None:
     """A replicate moves each arrival by up to JITTER_S, never before the start; seed 0 is the workload."""
     s = state.load_bundled("tiny").scenario
