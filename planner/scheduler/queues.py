@@ -70,14 +70,6 @@ class ShapeQueues:
         heap = shapes.setdefault(shape_of(run), [])
         heapq.heappush(heap, (*self.key(run), run.index, run.token))
 
-    def _clean(self, engine: Scheduler, heap: list[tuple[Any, ...]]) -> None:
-        runs = engine.runs
-        while heap:
-            run = runs[heap[0][-2]]
-            if run.status == "queued" and run.token == heap[0][-1]:
-                return
-            heapq.heappop(heap)
-
     def iter_group(
         self,
         engine: Scheduler,
@@ -94,31 +86,44 @@ class ShapeQueues:
         shapes = self.groups.get(group)
         if not shapes:
             return
+        runs = engine.runs
+        pop = heapq.heappop
         stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = []
+        stashed: set[int] = set()  # ids of the heaps with entries in the stash
         try:
             while True:
                 best: tuple[Any, ...] | None = None
                 best_shape: Shape | None = None
-                for shape, heap in list(shapes.items()):
+                empty: list[Shape] = []
+                for shape, heap in shapes.items():
                     if shape in dead:
                         continue
-                    self._clean(engine, heap)
-                    while skip and heap and heap[0][-2] in skip:
-                        stash.append((heap, heapq.heappop(heap)))
-                        self._clean(engine, heap)
+                    # Drop stale entries (started or requeued since) and stash skipped jobs.
+                    while heap:
+                        head = heap[0]
+                        run = runs[head[-2]]
+                        if run.status != "queued" or run.token != head[-1]:
+                            pop(heap)
+                        elif skip and head[-2] in skip:
+                            stash.append((heap, pop(heap)))
+                            stashed.add(id(heap))
+                        else:
+                            break
                     if not heap:
-                        if not any(h is heap for h, _ in stash):
-                            del shapes[shape]
+                        if id(heap) not in stashed:
+                            empty.append(shape)
                         continue
                     if best is None or heap[0] < best:
                         best, best_shape = heap[0], shape
+                for shape in empty:
+                    del shapes[shape]
                 if best is None or best_shape is None:
                     return
-                run = engine.runs[best[-2]]
+                run = runs[best[-2]]
                 yield best_shape, run
-                head = shapes.get(best_shape)
-                if head and head[0] is best and run.status != "queued":
-                    heapq.heappop(head)
+                head_heap = shapes.get(best_shape)
+                if head_heap and head_heap[0] is best and run.status != "queued":
+                    pop(head_heap)
         finally:
             for heap, entry in stash:
                 heapq.heappush(heap, entry)
