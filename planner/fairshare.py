@@ -260,11 +260,11 @@ def job_rate(source: Scenario | Snapshot | Mapping[str, GpuType], job: Job) -> f
     gpu_types: Mapping[str, GpuType]
     if isinstance(source, Scenario | Snapshot):
         # One answer per job shape and source (a scenario's queue has a few dozen).
-        known = _rate_cache.get(source, _new_dict)
+        known: dict[tuple[Any, ...], float] = _rate_cache.get(source, _new_dict)
         shape = (job.gpus, job.gpu_types, job.clusters)
-        rate = known.get(shape)
-        if rate is not None:
-            return rate
+        cached = known.get(shape)
+        if cached is not None:
+            return cached
         gpu_types = source.gpu_types
         shapes = _pool_cache.get(source, _shapes_of)
         rates = [
@@ -273,8 +273,9 @@ def job_rate(source: Scenario | Snapshot | Mapping[str, GpuType], job: Job) -> f
             if job.allows(cluster, t) and _gang_fits(job.gpus, sizes) and t in gpu_types
         ]
         if rates:
-            known[shape] = min(rates)
-            return known[shape]
+            rate: float = min(rates)
+            known[shape] = rate
+            return rate
     else:
         gpu_types = source
     allowed = job.gpu_types if job.gpu_types is not None else tuple(gpu_types)
