@@ -19,8 +19,8 @@ machinery on a local Dask cluster, the replicates in pairs, ``whatif.RUN_OPTIONS
    seconds per epoch, over the workers.
 
 Measured on the project's 2-core machine, shared with other work (load average 6-8,
-noisy; ``docs/app.md``, *How long it takes*): first answer 12.5 s, all 6 preview runs
-26.6 s, an edit's 3 runs 14.2 s (medians of 5); one fairshare run 7.7 s inside a worker
+noisy; ``docs/app.md``, *How long it takes*): first answer 12.0 s, all 6 preview runs
+28.1 s, an edit's 3 runs 14.7 s (medians of 5); one fairshare run 8.4 s inside a worker
 (2.6 s of CPU); mip 2.0 s per simulated hour, so a week of 6 runs about 17 min.
 
 Usage::
