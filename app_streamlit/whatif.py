@@ -36,6 +36,12 @@ PREVIEW_POLICY = "fairshare"
 JITTER_S = 1800.0
 """Replicates move each job's arrival by up to this many seconds either way."""
 DEFAULT_REPLICATES = 3
+RUN_OPTIONS: dict[str, dict[str, Any]] = {"mip": {"time_limit": 2.0, "rel_gap": 0.01}}
+"""Scheduler options of the what-if's runs, per scheduler. ``mip`` plans each epoch to
+the deployed planner's gap target (1 %) but stops the search after 2 s instead of 10 s:
+a week is 168 plans, and on ai2-like most of a plan's time is the search running into
+its limit, not the model (``docs/app.md``, *Timing*). ``gpuplan run`` keeps its own
+defaults."""
 
 OWED_WORDS = (
     "Owed: the GPU-hours a unit's share entitles it to, capped hour by hour by what its "
@@ -184,6 +190,18 @@ def points_for(policy: str, replicates: int) -> list[Point]:
     return [Point(side, policy, r) for r in range(replicates) for side in SIDES]
 
 
+def first_pair(runs: Mapping[Point, RunResult]) -> tuple[RunResult, RunResult] | None:
+    """The current and edited result of the lowest replicate, once both are in: the
+    first answer the app shows while the other replicates run (``None`` until then)."""
+    if not runs:
+        return None
+    first = min(p.replicate for p in runs)
+    got = {p.budgets: r for p, r in runs.items() if p.replicate == first}
+    if "current" not in got or "edited" not in got:
+        return None
+    return got["current"], got["edited"]
+
+
 def run_points(
     scenario: Scenario,
     points: Sequence[Point],
@@ -200,6 +218,9 @@ def run_points(
     """Run ``points`` through the sweep machinery (here, or on Dask with ``client`` or
     ``workers``) and return each point's result.
 
+    ``options`` go to every run; without them, the points of one scheduler get its
+    :data:`RUN_OPTIONS`.
+
     Raises
     ------
     RuntimeError
@@ -209,10 +230,14 @@ def run_points(
 
     wanted = {(p.budgets, p.policy, p.replicate) for p in points}
     policies = list(dict.fromkeys(p.policy for p in points))
+    if options is None and len(policies) == 1:
+        options = RUN_OPTIONS.get(policies[0], {})
     sides = list(dict.fromkeys(p.budgets for p in points))
     reps = sorted({p.replicate for p in points})
     base = SweepBase.of_scenario(scenario, fingerprint)
-    grid: dict[str, list[Any]] = {"options.budgets": sides, "options.replicate": reps}
+    # Replicate outermost, side fastest: the points go to the workers as pairs (current
+    # and edited of replicate 0 first), so the first comparison is in after one round.
+    grid: dict[str, list[Any]] = {"options.replicate": reps, "options.budgets": sides}
     all_options = {"shares": dict(shares), **dict(options or {})}
     # The sweep's point key -> our point (the grid may hold combinations not asked for).
     keyed: dict[str, Point] = {}

@@ -497,16 +497,37 @@ class Ledger:
 
 
 class _Mirror:
-    """The ledger's records as numpy arrays, for fast window sums."""
+    """The ledger's records as numpy arrays, for fast window sums.
+
+    The arrays grow by doubling (appending a slice's records costs what they are, not
+    the whole history). ``reach[i]`` is the latest end among records ``0..i``: records
+    are appended roughly in time order, so a window skips, by bisection, the prefix of
+    records that all ended before it (the rows summed, and their order, are the same
+    as a scan of every record).
+    """
 
     def __init__(self) -> None:
         self.last_id = 0
         self.codes: dict[str, int] = {}
         self.names: list[str] = []
-        self.project = np.zeros(0, dtype=np.intp)
-        self.start = np.zeros(0)
-        self.end = np.zeros(0)
-        self.values = np.zeros((0, 4))
+        self.n = 0
+        self._project = np.zeros(0, dtype=np.intp)
+        self._start = np.zeros(0)
+        self._end = np.zeros(0)
+        self._reach = np.zeros(0)
+        self._values = np.zeros((4, 0))  # one row per column: contiguous sums
+
+    def _grow(self, need: int) -> None:
+        size = max(need, 2 * len(self._start), 1024)
+        n = self.n
+
+        def grown(old: np.ndarray) -> np.ndarray:
+            new = np.zeros((*old.shape[:-1], size), dtype=old.dtype)
+            new[..., :n] = old[..., :n]
+            return new
+
+        self._project, self._start, self._end = grown(self._project), grown(self._start), grown(self._end)
+        self._reach, self._values = grown(self._reach), grown(self._values)
 
     def extend(self, rows: list[tuple[Any, ...]]) -> None:
         codes = self.codes
@@ -515,21 +536,34 @@ class _Mirror:
                 codes[row[1]] = len(self.names)
                 self.names.append(row[1])
         self.last_id = int(rows[-1][0])
-        self.project = np.concatenate([self.project, np.array([codes[r[1]] for r in rows], dtype=np.intp)])
-        self.start = np.concatenate([self.start, np.array([r[2] for r in rows], dtype=float)])
-        self.end = np.concatenate([self.end, np.array([r[3] for r in rows], dtype=float)])
-        self.values = np.concatenate([self.values, np.array([r[4:8] for r in rows], dtype=float)])
+        n, k = self.n, len(rows)
+        if n + k > len(self._start):
+            self._grow(n + k)
+        self._project[n : n + k] = [codes[r[1]] for r in rows]
+        self._start[n : n + k] = [r[2] for r in rows]
+        ends = np.array([r[3] for r in rows], dtype=float)
+        self._end[n : n + k] = ends
+        if n:
+            ends[0] = max(ends[0], self._reach[n - 1])
+        self._reach[n : n + k] = np.maximum.accumulate(ends)
+        self._values[:, n : n + k] = np.array([r[4:8] for r in rows], dtype=float).T
+        self.n = n + k
 
     def window_totals(self, start: float, end: float) -> dict[str, Totals]:
-        inside = (self.end > start) & (self.start < end)
-        if not inside.any():
-            return {}
-        s, e = self.start[inside], self.end[inside]
+        # Records before ``lo`` all ended by ``start``: none of them is inside.
+        hi = self.n
+        lo = int(np.searchsorted(self._reach[:hi], start, side="right"))
+        s, e = self._start[lo:hi], self._end[lo:hi]
+        project = self._project[lo:hi]
+        values = self._values[:, lo:hi]
+        inside = (e > start) & (s < end)
+        if not inside.all():  # (records out of time order: pick the inside ones)
+            if not inside.any():
+                return {}
+            s, e, project, values = s[inside], e[inside], project[inside], values[:, inside]
         fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
-        weighted = self.values[inside] * fraction[:, None]
-        project = self.project[inside]
         n = len(self.names)
-        sums = [np.bincount(project, weights=weighted[:, k], minlength=n) for k in range(4)]
+        sums = [np.bincount(project, weights=values[k] * fraction, minlength=n) for k in range(4)]
         present = np.bincount(project, minlength=n) > 0
         return {
             self.names[i]: Totals(float(sums[0][i]), float(sums[1][i]), float(sums[2][i]), float(sums[3][i]))
@@ -549,7 +583,9 @@ def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
         "owed_gpu_h": u.owed_gpu_h,
     }
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        if type(value) is float and math.isfinite(value):
+            pass  # the common case, checked first
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"usage of {u.project!r}: {name} must be a finite number, got {value!r}")
         if name not in ("start", "end") and value < 0:
             raise ValueError(f"usage of {u.project!r}: {name} must not be negative, got {value!r}")

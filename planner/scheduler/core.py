@@ -212,7 +212,7 @@ class Scheduler:
         return standings(
             org_at(self.scenario, self.now), self.demand(), self.cluster.available_h100,
             self.ledger, self.now, self.scenario.policy,
-            budget_capacity=self.scenario.capacity_h100(),
+            budget_capacity=self.cluster.capacity_h100,
         )
 
     def snapshot(
@@ -580,9 +580,8 @@ def maintenance_events(scenario: Scenario) -> list[tuple[float, Event]]:
 
 def candidate_pools(engine: Scheduler, job: Job) -> Iterator[tuple[Pool, PoolState]]:
     """The pools ``job`` may run on that could hold its gang now, in cluster order."""
-    cl = engine.cluster
-    for pool, ps in cl.pools.items():
-        if job.allows(pool.cluster, pool.gpu_type) and ps.can_fit(job.gpus, cl.max_size[pool]):
+    for pool, ps, max_size in engine.cluster.allowed_pools(job):
+        if ps.can_fit(job.gpus, max_size):
             yield pool, ps
 
 
@@ -590,10 +589,12 @@ def try_place(
     engine: Scheduler, run: JobRun, prefer: tuple[str, ...] = ()
 ) -> tuple[Pool, tuple[str, ...]] | None:
     """Nodes for ``run`` in the first allowed pool with a hole of its shape, or ``None``."""
-    for pool, ps in candidate_pools(engine, run.job):
-        nodes = place_gang(ps.open_free, ps.size, run.job.gpus, prefer)
-        if nodes is not None:
-            return pool, nodes
+    gpus = run.job.gpus
+    for pool, ps, max_size in engine.cluster.allowed_pools(run.job):  # candidate_pools, inlined
+        if ps.can_fit(gpus, max_size):
+            nodes = place_gang(ps.open_free, ps.size, gpus, prefer)
+            if nodes is not None:
+                return pool, nodes
     return None
 
 

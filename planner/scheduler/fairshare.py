@@ -50,6 +50,7 @@ class FairSharePolicy:
         self.engine = engine
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
+        self._keys = self._group_keys()
         engine.charge_hooks.append(self._refresh)
         self.victims = VictimIndex(engine, self._level, self._cost)
 
@@ -58,7 +59,12 @@ class FairSharePolicy:
         e = self.engine
         st = e.standings()
         self.ratio, self.order = fair_share_rank(e.projects, st)
+        self._keys = self._group_keys()
         self.victims.invalidate()
+
+    def _group_keys(self) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+        """The queue groups in pass order: funded work by project, then unallocated."""
+        return [(p, True) for p in self.order], [(p, False) for p in self.order]
 
     def enqueue(self, run: JobRun) -> None:
         self.queue.push((run.job.project, run.job.allocated), run)
@@ -121,14 +127,19 @@ class FairSharePolicy:
             return
         if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
             return
-        for funded in (True, False):
-            dead_free: set[Shape] = set()  # no hole on idle GPUs
-            for project in self.order:
-                dead: set[Shape] = set(dead_free)
-                for shape, run in self.queue.iter_group(e, (project, funded), dead):
+        groups = self.queue.groups
+        for funded, keys in zip((True, False), self._keys, strict=True):
+            # Shapes that failed this pass: no hole on idle GPUs, and (funded) no victims
+            # at this project's ratio or any later project's (a higher one), so they fail
+            # for every project after it too.
+            dead: set[Shape] = set()
+            for key in keys:
+                shapes = groups.get(key)
+                if not shapes or shapes.keys() <= dead:
+                    continue  # nothing queued, or only shapes that already failed
+                for shape, run in self.queue.iter_group(e, key, dead):
                     if self._try(run, allow_preempt=funded):
                         continue
                     dead.add(shape)
-                    dead_free.add(shape)
                     if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
                         return

@@ -9,6 +9,7 @@ pass costs O(groups x shapes + jobs started), not O(queue).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -69,14 +70,6 @@ class ShapeQueues:
         heap = shapes.setdefault(shape_of(run), [])
         heapq.heappush(heap, (*self.key(run), run.index, run.token))
 
-    def _clean(self, engine: Scheduler, heap: list[tuple[Any, ...]]) -> None:
-        runs = engine.runs
-        while heap:
-            run = runs[heap[0][-2]]
-            if run.status == "queued" and run.token == heap[0][-1]:
-                return
-            heapq.heappop(heap)
-
     def iter_group(
         self,
         engine: Scheduler,
@@ -93,37 +86,83 @@ class ShapeQueues:
         shapes = self.groups.get(group)
         if not shapes:
             return
+        runs = engine.runs
+        pop = heapq.heappop
         stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = []
+        stashed: set[int] = set()  # ids of the heaps with entries in the stash
         try:
             while True:
                 best: tuple[Any, ...] | None = None
                 best_shape: Shape | None = None
-                for shape, heap in list(shapes.items()):
+                empty: list[Shape] = []
+                for shape, heap in shapes.items():
                     if shape in dead:
                         continue
-                    self._clean(engine, heap)
-                    while skip and heap and heap[0][-2] in skip:
-                        stash.append((heap, heapq.heappop(heap)))
-                        self._clean(engine, heap)
+                    # Drop stale entries (started or requeued since) and stash skipped jobs.
+                    while heap:
+                        head = heap[0]
+                        run = runs[head[-2]]
+                        if run.status != "queued" or run.token != head[-1]:
+                            pop(heap)
+                        elif skip and head[-2] in skip:
+                            stash.append((heap, pop(heap)))
+                            stashed.add(id(heap))
+                        else:
+                            break
                     if not heap:
-                        if not any(h is heap for h, _ in stash):
-                            del shapes[shape]
+                        if id(heap) not in stashed:
+                            empty.append(shape)
                         continue
                     if best is None or heap[0] < best:
                         best, best_shape = heap[0], shape
+                for shape in empty:
+                    del shapes[shape]
                 if best is None or best_shape is None:
                     return
-                run = engine.runs[best[-2]]
+                run = runs[best[-2]]
                 yield best_shape, run
-                head = shapes.get(best_shape)
-                if head and head[0] is best and run.status != "queued":
-                    heapq.heappop(head)
+                head_heap = shapes.get(best_shape)
+                if head_heap and head_heap[0] is best and run.status != "queued":
+                    pop(head_heap)
         finally:
             for heap, entry in stash:
                 heapq.heappush(heap, entry)
             for shape, heap in list(shapes.items()):
                 if not heap:
                     del shapes[shape]
+
+
+class _PoolIndex:
+    """A pool's whole-size, non-drained nodes ordered for the multi-node search:
+    ``ordered`` by (total victim cost, name), ``clears`` the sorted clear levels (how
+    many nodes a threshold leaves is a bisection)."""
+
+    __slots__ = ("clears", "ordered")
+
+    def __init__(self, rows: list[tuple[float, str, float]]) -> None:
+        self.ordered = sorted(rows)
+        self.clears = sorted(r[2] for r in rows)
+
+    def remove(self, row: tuple[float, str, float]) -> None:
+        del self.ordered[bisect.bisect_left(self.ordered, row)]
+        del self.clears[bisect.bisect_left(self.clears, row[2])]
+
+    def add(self, row: tuple[float, str, float]) -> None:
+        bisect.insort(self.ordered, row)
+        bisect.insort(self.clears, row[2])
+
+    def cheapest(self, threshold: float, need: int) -> list[tuple[float, str, float]] | None:
+        """The ``need`` cheapest nodes whose every job is a victim above ``threshold``
+        (ties by name, as ``heapq.nsmallest`` of ``(total, name)`` picks them)."""
+        if len(self.clears) - bisect.bisect_right(self.clears, threshold) < need:
+            return None
+        picked = []
+        for row in self.ordered:
+            if row[2] > threshold:
+                picked.append(row)
+                if len(picked) == need:
+                    break
+        return picked
 
 
 class VictimIndex:
@@ -145,35 +184,75 @@ class VictimIndex:
         self.engine = engine
         self.level = level
         self.cost = cost
-        # node -> (clear level: min level of its jobs, entries sorted by cost)
-        self.nodes: dict[str, tuple[float, float, list[tuple[float, float, int, int]]]] = {}
+        # node -> (clear level: min level of its jobs, total cost, entries sorted by
+        # cost, highest level, GPUs of its jobs that are ever victims)
+        self.nodes: dict[str, tuple[float, float, list[tuple[float, float, int, int]], float, int]] = {}
         # Searches that failed since the last change, per allowed-pool key: (threshold,
         # gpus). Fewer victims (a higher threshold) and a bigger gang fail too, so a pass
         # over a long queue does not repeat a hopeless node scan.
         self.failed: dict[Hashable, list[tuple[float, int]]] = {}
+        # Per pool, its whole-size nodes ordered for multi-node gangs (built on demand,
+        # kept up to date as nodes are refreshed, dropped when the drained set changes).
+        self.pools: dict[Pool, _PoolIndex] = {}
+        self._drained: frozenset[str] = frozenset()
         self.invalidate()
 
     def invalidate(self) -> None:
         self.nodes.clear()
         self.failed.clear()
+        self.pools.clear()
         self.engine.touched.update(self.engine.cluster.nodes)
 
     def _refresh(self) -> None:
         e = self.engine
+        cl = e.cluster
+        if cl.drained != self._drained:
+            self._drained = frozenset(cl.drained)
+            self.pools.clear()
         if not e.touched:
             return
         self.failed.clear()
         runs = e.runs
+        nodes = self.nodes
+        pools = self.pools
+        cost, level = self.cost, self.level
+        rated: dict[int, tuple[float, float]] = {}  # a gang's jobs are rated once
         for name in e.touched:
             entries = []
-            for i in e.cluster.jobs_on[name]:
-                v = runs[i]
-                entries.append((self.cost(v), self.level(v), v.per_node, i))
+            for i in cl.jobs_on[name]:
+                got = rated.get(i)
+                if got is None:
+                    v = runs[i]
+                    got = rated[i] = (cost(v), level(v))
+                entries.append((got[0], got[1], runs[i].per_node, i))
             entries.sort()
             clear = min((x[1] for x in entries), default=math.inf)
             total = sum(x[0] for x in entries)
-            self.nodes[name] = (clear, total, entries)
+            top = max((x[1] for x in entries), default=-math.inf)
+            ever = sum(x[2] for x in entries if x[1] > -math.inf)
+            old = nodes.get(name)
+            nodes[name] = (clear, total, entries, top, ever)
+            if pools:
+                info = cl.nodes[name]
+                index = pools.get(info.pool)
+                if index is not None and info.size == cl.max_size[info.pool] and name not in cl.drained:
+                    if old is not None:
+                        index.remove((old[1], name, old[0]))
+                    index.add((total, name, clear))
         e.touched.clear()
+
+    def _pool_index(self, pool: Pool) -> _PoolIndex:
+        index = self.pools.get(pool)
+        if index is None:
+            cl = self.engine.cluster
+            max_size = cl.max_size[pool]
+            nodes = self.nodes
+            index = self.pools[pool] = _PoolIndex([
+                (nodes[name][1], name, nodes[name][0])
+                for name, size in cl.pools[pool].size.items()
+                if size == max_size and name not in cl.drained
+            ])
+        return index
 
     def find(
         self,
@@ -195,53 +274,64 @@ class VictimIndex:
         e = self.engine
         cl = e.cluster
         job = run.job
+        gpus = job.gpus
         key = (job.gpu_types, job.clusters)
         # Failures are cached only for the plain search (the others depend on the caller).
         plain = not exclude and spare is None
         failed = self.failed.get(key, ()) if plain else ()
-        if any(threshold >= t and job.gpus >= g for t, g in failed):
+        if any(threshold >= t and gpus >= g for t, g in failed):
             return None
         runs = e.runs
+        nodes = self.nodes
+        free = cl.free
+        drained = cl.drained
         best: tuple[float, Pool, list[int]] | None = None
-        for pool, ps in cl.pools.items():
-            if not job.allows(pool.cluster, pool.gpu_type):
-                continue
-            max_size = cl.max_size[pool]
-            if job.gpus <= max_size:
+        for pool, ps, max_size in cl.allowed_pools(job):
+            if gpus <= max_size:
                 for name, size in ps.size.items():
-                    if name in cl.drained or size < job.gpus or name in exclude:
+                    if name in drained or size < gpus or name in exclude:
                         continue
-                    got = cl.free[name]
-                    if got >= job.gpus:
+                    got = free[name]
+                    if got >= gpus:
                         continue  # a free hole: placement, not preemption
+                    summary = nodes[name]
+                    if summary[3] <= threshold or got + summary[4] < gpus:
+                        continue  # not enough GPUs of victims above the threshold
                     chosen: list[int] = []
                     total = 0.0
-                    for c, lv, per_node, i in self.nodes[name][2]:
+                    for c, lv, per_node, i in summary[2]:
                         if lv > threshold and (spare is None or not spare(runs[i])):
                             chosen.append(i)
                             got += per_node
                             total += c
-                            if got >= job.gpus:
+                            if got >= gpus:
                                 break
-                    if got >= job.gpus and (best is None or total < best[0]):
+                    if got >= gpus and (best is None or total < best[0]):
                         best = (total, pool, chosen)
             else:
-                need = nodes_needed(job.gpus, max_size)
-                options = [
-                    (self.nodes[name][1], name)
-                    for name, size in ps.size.items()
-                    if size == max_size and name not in cl.drained and name not in exclude
-                    and self.nodes[name][0] > threshold
-                    and (spare is None or not any(spare(runs[x[3]]) for x in self.nodes[name][2]))
-                ]
-                if len(options) >= need:
+                need = nodes_needed(gpus, max_size)
+                if plain:
+                    rows = self._pool_index(pool).cheapest(threshold, need)
+                    if rows is None:
+                        continue
+                    picked = [(r[0], r[1]) for r in rows]
+                else:
+                    options = [
+                        (nodes[name][1], name)
+                        for name, size in ps.size.items()
+                        if size == max_size and name not in drained and name not in exclude
+                        and nodes[name][0] > threshold
+                        and (spare is None or not any(spare(runs[x[3]]) for x in nodes[name][2]))
+                    ]
+                    if len(options) < need:
+                        continue
                     picked = heapq.nsmallest(need, options)
-                    total = sum(o[0] for o in picked)
-                    if best is None or total < best[0]:
-                        ids = sorted({x[3] for _, n in picked for x in self.nodes[n][2]})
-                        best = (total, pool, ids)
+                total = sum(o[0] for o in picked)
+                if best is None or total < best[0]:
+                    ids = sorted({x[3] for _, n in picked for x in nodes[n][2]})
+                    best = (total, pool, ids)
         if best is None:
             if plain:
-                self.failed.setdefault(key, []).append((threshold, job.gpus))
+                self.failed.setdefault(key, []).append((threshold, gpus))
             return None
         return best[1], [e.runs[i] for i in best[2]]

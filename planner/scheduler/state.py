@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from models import Job, Pool, Scenario
 
@@ -104,7 +105,7 @@ class PoolState:
     def can_fit(self, gpus: int, max_size: int) -> bool:
         """Whether ``place_gang`` may find a hole: exact for pools of one node size."""
         if gpus <= max_size:
-            return any(self.hist[f] for f in range(gpus, len(self.hist)))
+            return any(self.hist[gpus:])
         if not self.uniform:
             return True  # mixed node sizes: let place_gang decide
         need = math.ceil(gpus / max_size)
@@ -135,9 +136,24 @@ class ClusterState:
             for name, size in ps.size.items():
                 ps.hist[size] += 1
                 ps.open_free[name] = size
+        # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
+        self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
+        self.capacity_h100 = scenario.capacity_h100()  # drained nodes included
         self.available_gpus = sum(n.size for n in self.nodes.values())
         self.available_h100 = sum(n.size * n.rate for n in self.nodes.values())
         self.total_free = self.available_gpus
+
+    def allowed_pools(self, job: Job) -> list[tuple[Pool, PoolState, int]]:
+        """The pools ``job`` may run on, in cluster order, with their largest node size
+        (computed once per job shape: the pools never change)."""
+        key = (job.gpu_types, job.clusters)
+        found = self._allowed.get(key)
+        if found is None:
+            found = self._allowed[key] = [
+                (pool, ps, self.max_size[pool]) for pool, ps in self.pools.items()
+                if job.allows(pool.cluster, pool.gpu_type)
+            ]
+        return found
 
     # -- incremental updates --------------------------------------------------------
 

@@ -129,6 +129,26 @@ def test_whatif_with_replicates_shows_program_deltas_with_spread_and_noise(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_first_replicate_pair_is_shown_while_the_others_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With three replicates a side, the first answer (replicate 0 of both sides) is drawn
+    once, as soon as that pair is in: after two of the six runs."""
+    drawn: list[tuple[int, int, int]] = []
+    original = views._first_answer
+
+    def spy(s: object, request: object, pair: tuple[whatif.RunResult, whatif.RunResult], seconds: float) -> None:
+        drawn.append((pair[0].replicate, pair[1].replicate, len(views._results())))
+        original(s, request, pair, seconds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(views, "_first_answer", spy)
+    views._results().clear()
+    at = _app()
+    at.run()
+    _type(at, "tiny", "research", "55")
+    _run(at)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert drawn == [(0, 0, 2)]
+
+
 def test_mip_shows_the_fairshare_preview_first() -> None:
     """Under mip, the fairshare runs come first and the mip result replaces them."""
     at = _app()

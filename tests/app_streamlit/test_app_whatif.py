@@ -63,6 +63,56 @@ def test_replicates_run_each_side_once_per_seed(replicated: dict[whatif.Point, w
     assert {r.replicate for r in replicated.values()} == {0, 1, 2}
 
 
+def test_runs_finish_in_replicate_pairs() -> None:
+    """Run one by one, the points finish pair by pair (current then edited of replicate 0
+    first), so the first comparison is in after two runs, not after one side's all."""
+    tiny = state.load_bundled("tiny")
+    order: list[tuple[str, int]] = []
+    whatif.run_points(
+        tiny.scenario, whatif.points_for("fairshare", 2), {"research/vision": 4.0}, 0.1,
+        fingerprint=tiny.key, on_point=lambda p, r, e: order.append((p.budgets, p.replicate)),
+    )
+    assert order == [("current", 0), ("edited", 0), ("current", 1), ("edited", 1)]
+
+
+def test_first_pair_waits_for_both_sides_of_the_first_replicate(
+    replicated: dict[whatif.Point, whatif.RunResult],
+) -> None:
+    """The first answer needs replicate 0 of both sides; then it is that pair."""
+    have: dict[whatif.Point, whatif.RunResult] = {}
+    for point in sorted(replicated, key=lambda p: (p.budgets, p.replicate)):  # all current first
+        assert whatif.first_pair(have) is None
+        have[point] = replicated[point]
+        if point.budgets == "edited":
+            break
+    pair = whatif.first_pair(have)
+    assert pair is not None
+    assert (pair[0].label, pair[0].replicate, pair[1].label, pair[1].replicate) == (
+        "current budgets", 0, "edited budgets", 0
+    )
+
+
+def test_mip_runs_get_the_whatif_options_and_fairshare_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The what-if's mip plans stop at its own time limit; other schedulers get no options."""
+    import functools
+
+    import planner.simulator
+
+    seen: list[tuple[str, dict[str, object]]] = []
+    real = planner.simulator.simulate
+
+    @functools.wraps(real)
+    def spy(scenario: object, policy: str, **kw: object) -> object:
+        seen.append((policy, {k: v for k, v in kw.items() if k not in ("days", "progress")}))
+        return real(scenario, policy, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planner.simulator, "simulate", spy)
+    tiny = state.load_bundled("tiny")
+    for policy in ("mip", "fairshare"):
+        whatif.run_points(tiny.scenario, [whatif.Point("current", policy, 0)], {}, 0.05, fingerprint=tiny.key)
+    assert seen == [("mip", whatif.RUN_OPTIONS["mip"]), ("fairshare", {})]
+
+
 def test_perturbed_arrivals_move_jobs_by_at_most_the_jitter() -> None:
     """A replicate moves each arrival by up to JITTER_S, never before the start; seed 0 is the workload."""
     s = state.load_bundled("tiny").scenario
