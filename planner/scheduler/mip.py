@@ -93,6 +93,7 @@ class MipPolicy:
         self._stale = False  # a planned start happened since the reservations were made
         self._spare_wake = -math.inf
         self.queue = ShapeQueues(within_project)
+        self.funded_queue = ShapeQueues(within_project)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
         self.failed_starts: set[str] = set()  # planned starts that found no room (this slice)
@@ -126,6 +127,10 @@ class MipPolicy:
         self.queue.push(run.job.project, run)
         if self.fast_lane and run.cls == "debug" and run.job.allocated:
             self.fast[run.index] = run
+        elif run.job.allocated:
+            # The funded lane's candidates, apart: walking the whole queue past thousands
+            # of free or fast-lane jobs on every pass stalled long runs.
+            self.funded_queue.push(run.job.project, run)
 
     def on_contract_end(self, run: JobRun, now: float) -> None:
         if any(n in self.engine.cluster.drained for n in run.nodes):
@@ -599,10 +604,9 @@ class MipPolicy:
         for project in self.order:
             if running.get(project, 0.0) >= owed.get(project, 0.0):
                 continue
-            for shape, run in self.queue.iter_group(e, project, dead, skip):
+            for shape, run in self.funded_queue.iter_group(e, project, dead, skip):
                 below = running.get(project, 0.0) + e.job_h100(run) <= owed.get(project, 0.0) + 1e-9
-                if (not run.job.allocated or run.job.id in self.planned or run.index in self.fast
-                        or not below):
+                if run.job.id in self.planned or run.index in self.fast or not below:
                     skip.add(run.index)
                 elif self._displace(run, self.ratio[project], "funded lane", spare=spare):
                     running[project] = running.get(project, 0.0) + run.job.gpus * (run.rate or 1.0)
