@@ -8,7 +8,10 @@
   does not keep are preempted when their contract allows (never inside the minimum
   runtime of charged work, never non-resumable funded work); planned jobs that are not
   running start on their planned nodes (or, if those are taken, on another hole of the
-  same pool).
+  same pool). *Lazy stops*: free work the plan stops is not preempted but runs on as
+  backfilled work until a planned start needs its GPUs, and such a start first takes
+  idle GPUs no other planned start needs. *Early starts*: GPUs freed in mid-slice go at
+  once to the job the plan starts on them at a later slice of the epoch.
 - **Backfill between decision points.** Queued jobs start greedily on idle GPUs of nodes
   the rest of the epoch's plan does not need, in fair-share order (no preemption), so a
   debug job need not wait for the next slice and GPUs freed by early completions do not
@@ -340,8 +343,8 @@ class MipPolicy:
         for n, f in ps.open_free.items():
             if n in self.held:
                 continue
-            # The reservations here are the queued planned starts' (this one's included:
-            # it is not on these nodes, or it would have fitted).
+            # Every queued planned start's reservation counts (this start's own too, on
+            # its planned nodes: conservative).
             need = sum(g for _, g, _ in self.reserved.get(n, ()))
             if f > need:
                 free[n] = f - need
