@@ -251,7 +251,10 @@ def apply(epoch: Epoch) -> Formulation:
     ample = {p for p, most in charge_most.items() if most <= epoch.headroom_q.get(p, 0)}
     for size in sorted(slice_max):
         project, urgent, q = size
-        top = slice_max[size]
+        # No more slices of this size than the headroom pays for: integer counts meet
+        # it, and the LP can no longer charge a fraction of a slice the headroom cannot
+        # pay for (a project with 500 quanta left "charging" 0.78 of a 640-quanta slice).
+        top = min(slice_max[size], epoch.headroom_q.get(project, 0) // epoch.charge_of(q, urgent))
         if top <= 0 or project in ample:
             continue
         y = m.add_var(f"y[{project},{'urgent' if urgent else 'normal'},{q}]", 0, top)
@@ -478,6 +481,36 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
     return ends, starts
 
 
+def round_lp(f: Formulation, lp_values: npt.NDArray[np.float64], up: float) -> npt.NDArray[np.int64]:
+    """Round an LP optimum's job decisions to integers a placement can take.
+
+    Every value is rounded down, then each start or running slice whose fractional part
+    is at least ``up`` is rounded up, largest part first, while its class keeps within
+    its members (``count[c]``). Capacity is not checked: placement drops what finds no
+    hole, and the fill then uses what rounding down left free. ``up > 1`` rounds
+    everything down. The auxiliary variables (charging, utility) are rounded down too;
+    :func:`values_of_runs` recomputes them from the placed runs.
+    """
+    values = np.floor(lp_values + 1e-6).astype(np.int64)
+    if up > 1:
+        return values
+    started: dict[int, int] = {}
+    by_class: dict[int, list[tuple[float, int]]] = {}
+    for (c, _, _), var in f.x.items():
+        started[c] = started.get(c, 0) + int(values[var])
+        part = float(lp_values[var] - values[var])
+        if part >= up - 1e-9:
+            by_class.setdefault(c, []).append((part, var))
+    for c, cands in by_class.items():
+        room = len(f.epoch.classes[c].jobs) - started.get(c, 0)
+        for _, var in sorted(cands, reverse=True)[: max(room, 0)]:
+            values[var] += 1
+    for var in f.z.values():
+        if lp_values[var] - values[var] >= up - 1e-9:
+            values[var] = 1
+    return values
+
+
 def charge_counts(f: Formulation, values: npt.NDArray[np.int64]) -> dict[tuple[str, bool, int], int]:
     """The charged-slice counts of an answer: (project, urgent, work per slice) -> slices.
 
@@ -508,7 +541,7 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         job = run.state.job
         wq = epoch.work_q(job.gpus, epoch.pools[run.pool])
         work[job.project] = work.get(job.project, 0) + (run.last - run.first) * wq
-        if job.allocated and run.charged:
+        if job.allocated and any(run.charged):
             key = (job.project, job.urgent, wq)
             counts[key] = counts.get(key, 0) + sum(run.charged)
         if run.running:
