@@ -63,6 +63,23 @@ class Formulation:
             by_job.setdefault(j, []).append(var)
         return list(by_class.values()) + list(by_job.values())
 
+    def group_projects(self) -> list[str]:
+        """The project of each of :meth:`groups`, in the same order."""
+        classes = sorted({c for c, _, _ in self.x}, key=list({c: 0 for c, _, _ in self.x}).index)
+        jobs = sorted({j for j, _ in self.z}, key=list({j: 0 for j, _ in self.z}).index)
+        return [self.epoch.classes[c].project for c in classes] + [
+            self.epoch.running[j].state.job.project for j in jobs
+        ]
+
+    def project_vars(self) -> dict[str, list[int]]:
+        """Each project's utility variables (``u``, ``f``)."""
+        out: dict[str, list[int]] = {}
+        for (project, _), var in self.u.items():
+            out.setdefault(project, []).append(var)
+        for project, var in self.f.items():
+            out.setdefault(project, []).append(var)
+        return out
+
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
         return (
