@@ -80,6 +80,14 @@ class Formulation:
             out.setdefault(project, []).append(var)
         return out
 
+    def coupling_rows(self) -> list[int]:
+        """Rows that link projects: pool capacity, whole nodes, node-count cuts, and the
+        busy-node rows (a node's single-node jobs may be of several projects). Without
+        them the model falls apart into one part per project
+        (:func:`planner.mip.relax.lagrangian_bound`)."""
+        shared = ("capacity[", "whole_nodes[", "cut_nodes[", "busy[")
+        return [i for i, c in enumerate(self.model.constraints) if c.name.startswith(shared)]
+
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
         return (

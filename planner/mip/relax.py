@@ -10,6 +10,8 @@ solved by whichever registered backend declares ``lp_relaxation``
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
 from dataclasses import dataclass
 
@@ -18,7 +20,7 @@ import numpy.typing as npt
 
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpCapable
-from planner.mip.model import LinearModel
+from planner.mip.model import Constraint, LinearModel
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,181 @@ def solve_relaxation(
     if not session.run(time_limit):
         return None
     return Relaxation(session.values(), session.objective(), time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class Lagrangian:
+    """A Lagrangian bound: its value, and how many parts were branched and closed."""
+
+    bound: float
+    parts: int
+    branched: int
+    closed: int
+    seconds: float
+
+
+def lagrangian_bound(
+    model: LinearModel,
+    coupling: list[int],
+    values: npt.NDArray[np.float64],
+    duals: npt.NDArray[np.float64],
+    deadline: float,
+    lp: LpCapable,
+    nodes: int = 10,
+) -> Lagrangian:
+    """An upper bound of the MIP at least as tight as its LP's, from the LP's duals.
+
+    The ``coupling`` rows (those that link the parts, here the projects, through shared
+    capacity) move into the objective with the LP's duals as multipliers
+    (:meth:`~planner.mip.backends.base.LpSession.duals`, clipped to their valid sign):
+    ``max c'x + const`` with ``c' = c - sum_i y_i a_i`` and ``const = sum_i y_i b_i``.
+    For any such multipliers this bounds the MIP from above (weak duality), and with the
+    LP's it equals the LP bound before any branching. What is left falls apart into
+    independent parts (connected by the remaining rows); the bound is the sum of the
+    parts' maxima. A part the LP solves integrally is exact already; the others are
+    branched best first on their own small LPs, at most ``nodes`` branchings each, and
+    contribute the best LP value still open (their optimum if a node came out integral
+    first). Parts not reached by ``deadline`` keep their LP value, so the result is a
+    valid bound whenever it stops.
+    """
+    t0 = time.perf_counter()
+    n = model.num_vars
+    cost = np.zeros(n)
+    for v, coef in model.objective.items():
+        cost[v] = coef
+    const = float(model.objective_offset)
+    is_coupling = np.zeros(len(model.constraints), dtype=bool)
+    is_coupling[coupling] = True
+    parent = np.arange(n)
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = int(parent[a])
+        return a
+
+    for i, c in enumerate(model.constraints):
+        if is_coupling[i]:
+            y = float(duals[i])
+            # A multiplier of the wrong sign would not bound: such rows are dropped.
+            if (c.sense == "<=" and y < 0) or (c.sense == ">=" and y > 0):
+                y = 0.0
+            cost[c.vars] -= y * c.coefs
+            const += y * c.rhs
+            continue
+        if len(c.vars) > 1:
+            root = find(int(c.vars[0]))
+            for v in c.vars[1:]:
+                other = find(int(v))
+                if other != root:
+                    parent[other] = root
+    roots = np.array([find(v) for v in range(n)])
+    rows: dict[int, list[int]] = {}
+    for i, c in enumerate(model.constraints):
+        if not is_coupling[i] and len(c.vars):
+            rows.setdefault(int(roots[c.vars[0]]), []).append(i)
+    lower = np.asarray(model.lower, dtype=np.float64)
+    upper = np.asarray(model.upper, dtype=np.float64)
+    total = const
+    fractional = np.abs(values - np.round(values)) > 1e-6
+    members: dict[int, list[int]] = {}
+    for v in range(n):
+        members.setdefault(int(roots[v]), []).append(v)
+    # Parts the LP leaves fractional, the most objective at stake first.
+    todo: list[tuple[float, int]] = []
+    for root, vs in members.items():
+        idx = np.asarray(vs)
+        if root not in rows:
+            # No rows: each variable at its better bound.
+            total += float(np.maximum(cost[idx] * lower[idx], cost[idx] * upper[idx]).sum())
+            continue
+        total += float(np.dot(cost[idx], values[idx]))
+        if fractional[idx].any():
+            todo.append((-float(np.abs(cost[idx] * (values[idx] - np.floor(values[idx]))).sum()), root))
+    todo.sort()
+    branched = closed = 0
+    for _, root in todo:
+        if time.perf_counter() >= deadline:
+            break
+        idx = np.asarray(members[root])
+        part_lp = float(np.dot(cost[idx], values[idx]))
+        best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], nodes, deadline, lp)
+        if best is None:
+            continue
+        value, exact = best
+        branched += 1
+        closed += int(exact)
+        total += min(value, part_lp) - part_lp
+    # HiGHS's tolerances: a hair of slack so that rounding never makes it invalid.
+    total += 1e-7 * abs(total)
+    return Lagrangian(total, len(todo), branched, closed, time.perf_counter() - t0)
+
+
+def _branch_part(
+    model: LinearModel,
+    idx: npt.NDArray[np.int64],
+    rows: list[int],
+    cost: npt.NDArray[np.float64],
+    lower: npt.NDArray[np.float64],
+    upper: npt.NDArray[np.float64],
+    nodes: int,
+    deadline: float,
+    lp: LpCapable,
+) -> tuple[float, bool] | None:
+    """Best-first branching on one part's LP: (a bound of its maximum, whether exact).
+
+    ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
+    """
+    where = np.full(model.num_vars, -1, dtype=np.int64)
+    where[idx] = np.arange(len(idx))
+    sub = LinearModel(
+        names=[model.names[v] for v in idx],
+        lower=[model.lower[v] for v in idx],
+        upper=[model.upper[v] for v in idx],
+    )
+    for i in rows:
+        c = model.constraints[i]
+        sub.constraints.append(
+            Constraint(vars=where[c.vars], coefs=c.coefs, sense=c.sense, rhs=c.rhs, name=c.name)
+        )
+    session = lp.open_lp(sub, cost)
+    every = np.arange(len(idx))
+
+    def solve(lo: npt.NDArray[np.float64], hi: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.float64]] | None:
+        session.set_bounds(every, lo, hi)
+        if not session.run(max(deadline - time.perf_counter(), 0.01)):
+            return None
+        return session.objective(), session.values()
+
+    root = solve(lower, upper)
+    if root is None:
+        return None
+    heap: list[tuple[float, int, npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]] = [
+        (-root[0], 0, lower, upper, root[1])
+    ]
+    count = 1
+    for _ in range(nodes + 1):
+        neg, _, lo, hi, x = heapq.heappop(heap)
+        part = x - np.floor(x + 1e-9)
+        frac = (part > 1e-6) & (part < 1 - 1e-6)
+        if not frac.any():
+            return -neg, True  # best first: the best open node is integral
+        if time.perf_counter() >= deadline:
+            return -neg, False
+        # Branch on the fractional variable closest to one half.
+        cand = np.flatnonzero(frac)
+        j = int(cand[np.argmin(np.abs(part[cand] - 0.5))])
+        for side in (0, 1):
+            lo2, hi2 = lo.copy(), hi.copy()
+            if side:
+                lo2[j] = math.ceil(x[j])
+            else:
+                hi2[j] = math.floor(x[j])
+            got = solve(lo2, hi2)
+            if got is None:
+                # Not solved (time, or infeasible: the session cannot tell): the
+                # parent's value still bounds both children.
+                return -neg, False
+            heapq.heappush(heap, (-got[0], count, lo2, hi2, got[1]))
+            count += 1
+    return -heap[0][0], False
