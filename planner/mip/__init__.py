@@ -372,6 +372,10 @@ def _lp_guided(
             f"solved) in {lag.seconds:.2f}s"
         )
         bound = min(bound, lag.bound)
+        if lag.closed and best.gap(bound) > rel_gap:
+            # Each solved project's choice under the LP's prices, rounded and placed.
+            best.offer(form, epoch, previous, round_lp(form, lag.values, ROUNDINGS[0]), "Lagrangian rounding")
+            note += f"; Lagrangian rounding: gap {best.gap(bound):.2%}"
     if best.gap(bound) <= rel_gap:
         ended = f"LP rounding: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
     caps = solver.capabilities

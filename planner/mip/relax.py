@@ -63,6 +63,9 @@ class Lagrangian:
     branched: int
     closed: int
     seconds: float
+    #: The LP's values with each solved project's integer optimum (under the prices) in
+    #: place of its fractional ones: a point to round into an incumbent.
+    values: npt.NDArray[np.float64]
 
 
 def lagrangian_bound(
@@ -144,6 +147,7 @@ def lagrangian_bound(
         if fractional[idx].any():
             todo.append((-float(np.abs(cost[idx] * (values[idx] - np.floor(values[idx]))).sum()), root))
     todo.sort()
+    point = values.copy()
     branched = closed = 0
     for _, root in todo:
         if time.perf_counter() >= deadline:
@@ -153,13 +157,16 @@ def lagrangian_bound(
         best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], nodes, deadline, lp)
         if best is None:
             continue
-        value, exact = best
+        value, exact, solution = best
         branched += 1
         closed += int(exact)
+        if exact:
+            point[idx] = solution
         total += min(value, part_lp) - part_lp
+
     # HiGHS's tolerances: a hair of slack so that rounding never makes it invalid.
     total += 1e-7 * abs(total)
-    return Lagrangian(total, len(todo), branched, closed, time.perf_counter() - t0)
+    return Lagrangian(total, len(todo), branched, closed, time.perf_counter() - t0, point)
 
 
 def _branch_part(
@@ -172,8 +179,9 @@ def _branch_part(
     nodes: int,
     deadline: float,
     lp: LpCapable,
-) -> tuple[float, bool] | None:
-    """Best-first branching on one part's LP: (a bound of its maximum, whether exact).
+) -> tuple[float, bool, npt.NDArray[np.float64]] | None:
+    """Best-first branching on one part's LP: a bound of its maximum, whether it is
+    exact, and the values of the last node taken (its optimum when exact).
 
     ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
     """
@@ -210,9 +218,9 @@ def _branch_part(
         part = x - np.floor(x + 1e-9)
         frac = (part > 1e-6) & (part < 1 - 1e-6)
         if not frac.any():
-            return -neg, True  # best first: the best open node is integral
+            return -neg, True, x  # best first: the best open node is integral
         if time.perf_counter() >= deadline:
-            return -neg, False
+            return -neg, False, x
         # Branch on the fractional variable closest to one half.
         cand = np.flatnonzero(frac)
         j = int(cand[np.argmin(np.abs(part[cand] - 0.5))])
@@ -226,7 +234,7 @@ def _branch_part(
             if got is None:
                 # Not solved (time, or infeasible: the session cannot tell): the
                 # parent's value still bounds both children.
-                return -neg, False
+                return -neg, False, x
             heapq.heappush(heap, (-got[0], count, lo2, hi2, got[1]))
             count += 1
-    return -heap[0][0], False
+    return -heap[0][0], False, heap[0][4]
