@@ -6,11 +6,11 @@
 2. build the greedy plan (:mod:`planner.mip.greedy`): the fallback and the warm start;
 3. build the backend-neutral MIP (:func:`planner.mip.formulation.apply`);
 4. solve it with the chosen backend (:mod:`planner.mip.backends`); large epochs first
-   solve the LP relaxation with the registry's LP-capable backend, round it, and let
-   the chosen backend improve the incumbent in neighbourhoods, first of the LP's
-   fractional decisions, then where LP and incumbent disagree, until the gap or the
-   time limit (:mod:`planner.mip.relax`); ``solver.message`` ends with the phase that
-   ended the search and why;
+   solve the LP relaxation with the registry's LP-capable backend, round it, tighten
+   its bound (a Lagrangian bound, :mod:`planner.mip.relax`), and let the chosen backend
+   improve the incumbent in neighbourhoods where LP and incumbent disagree, until the
+   gap or the time limit; ``solver.message`` ends with the phase that ended the search
+   and why;
 5. read the answer back, place gangs on nodes and fill what is left
    (:func:`planner.mip.formulation.invert`, :mod:`planner.mip.assemble`);
 6. say why each waiting job waits (:mod:`planner.mip.explain`).
@@ -298,11 +298,14 @@ def _lp_guided(
 
     The LP relaxation's optimum (solved by ``lp``, the registry's LP-capable backend) is
     a proven bound. Its roundings (:data:`ROUNDINGS`, :func:`round_lp`), placed and
-    gap-filled, are incumbents; the best is kept. Then, while the incumbent is not
-    within ``rel_gap`` of the bound and time is left, ``solver`` searches
-    neighbourhoods of it: the job classes and running jobs where the LP optimum and the
-    incumbent disagree most (:func:`_next_neighbourhood`). The greedy plan is the
-    first incumbent, so the answer is never worse than it.
+    gap-filled, are incumbents; the best is kept. With a share of the time left, the
+    Lagrangian bound (:func:`~planner.mip.relax.lagrangian_bound`) tightens the bound,
+    and its projects' integer choices, rounded, are one more incumbent. Then, while the
+    incumbent is not within ``rel_gap`` of the bound and time is left, ``solver``
+    searches neighbourhoods of it: the job classes and running jobs where the LP optimum
+    and the incumbent disagree most, counting their projects' utility at stake
+    (:func:`_next_neighbourhood`). The greedy plan is the first incumbent, so the
+    answer is never worse than it.
     Returns the result, a note for the message, the placed runs of the incumbent, and
     which phase ended the search and why.
     """
