@@ -80,6 +80,16 @@ class Formulation:
             out.setdefault(project, []).append(var)
         return out
 
+    def var_pools(self) -> npt.NDArray[np.int64]:
+        """The sub-pool of each job decision (starts ``x``, running slices ``z``); -1 for
+        the auxiliary variables."""
+        out = np.full(self.model.num_vars, -1, dtype=np.int64)
+        for (_, p, _), var in self.x.items():
+            out[var] = p
+        for (j, _), var in self.z.items():
+            out[var] = self.epoch.running[j].pool
+        return out
+
     def coupling_rows(self) -> list[int]:
         """Rows that link projects: pool capacity, whole nodes, node-count cuts, and the
         busy-node rows (a node's single-node jobs may be of several projects). Without

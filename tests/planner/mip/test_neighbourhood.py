@@ -9,6 +9,7 @@ import pytest
 import planner.mip as planner_mip
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
+from planner.mip.model import LinearModel
 
 from .conftest import SnapBuilder
 
@@ -60,3 +61,30 @@ def test_without_the_stake_the_larger_start_difference_wins(monkeypatch: pytest.
     lp, incumbent = lp_and_incumbent(f)
     _, chosen = planner_mip._next_neighbourhood(f, lp, incumbent, 1, {}, 1)
     assert freed_project(f, chosen) == "b"
+
+
+def test_a_pool_neighbourhood_frees_one_pools_decisions_only() -> None:
+    """Pools ``c`` and ``d``; ``a``'s job may run on either. LP and incumbent differ on
+    both pools (0.5 of ``a1`` on each in the LP, nothing in the incumbent); a pool
+    neighbourhood frees the starts of one pool and keeps the other's fixed."""
+    snapshot = (
+        SnapBuilder()
+        .pool("c", nodes=2)
+        .pool("d", nodes=2)
+        .project("a", owed=8)
+        .queued("a1", "a")
+        .build()
+    )
+    f = apply(build_epoch(snapshot))
+    lp = np.zeros(f.model.num_vars)
+    lp[f.x[(0, 0, 0)]] = 0.5
+    lp[f.x[(0, 1, 0)]] = 0.5
+    incumbent = np.zeros(f.model.num_vars, dtype=np.int64)
+    whole, _ = planner_mip._next_neighbourhood(f, lp, incumbent, 100, {}, 1)
+    one, _ = planner_mip._next_neighbourhood(f, lp, incumbent, 100, {}, 1, by_pool=True)
+
+    def free_pools(sub: LinearModel) -> set[int]:
+        return {p for (_, p, _), v in f.x.items() if sub.lower[v] < sub.upper[v]}
+
+    assert free_pools(whole) == {0, 1}
+    assert len(free_pools(one)) == 1
