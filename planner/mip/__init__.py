@@ -6,11 +6,11 @@
 2. build the greedy plan (:mod:`planner.mip.greedy`): the fallback and the warm start;
 3. build the backend-neutral MIP (:func:`planner.mip.formulation.apply`);
 4. solve it with the chosen backend (:mod:`planner.mip.backends`); large epochs first
-   solve the LP relaxation with the registry's LP-capable backend, round it, and let
-   the chosen backend improve the incumbent in neighbourhoods, first of the LP's
-   fractional decisions, then where LP and incumbent disagree, until the gap or the
-   time limit (:mod:`planner.mip.relax`); ``solver.message`` ends with the phase that
-   ended the search and why;
+   solve the LP relaxation with the registry's LP-capable backend, round it, tighten
+   its bound (a Lagrangian bound, :mod:`planner.mip.relax`), and let the chosen backend
+   improve the incumbent in neighbourhoods where LP and incumbent disagree, until the
+   gap or the time limit; ``solver.message`` ends with the phase that ended the search
+   and why;
 5. read the answer back, place gangs on nodes and fill what is left
    (:func:`planner.mip.formulation.invert`, :mod:`planner.mip.assemble`);
 6. say why each waiting job waits (:mod:`planner.mip.explain`).
@@ -44,11 +44,12 @@ from planner.mip.formulation import (
     charge_counts,
     hint_from_runs,
     invert,
+    round_lp,
     values_of_runs,
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
-from planner.mip.relax import Dive, Relaxation, dive, neighbourhood
+from planner.mip.relax import lagrangian_bound
 
 #: A decomposed epoch has one part per this many start variables (estimated).
 PART_STARTS = 150_000
@@ -56,10 +57,11 @@ PART_STARTS = 150_000
 MERGE_RESERVE = 1.0
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 2000
-#: Share of the time left that the first LP dive may take.
-DIVE_SHARE = 0.5
-#: Rounding thresholds (up, down) of the successive dives.
-DIVE_SETTINGS = ((0.8, 0.4), (0.7, 0.35), (0.9, 0.45), (0.6, 0.3), (0.95, 0.5))
+#: LP roundings tried (:func:`~planner.mip.formulation.round_lp`: fractional parts from
+#: this up are rounded up; above 1, all down), in the order they won on the first seeds
+#: of the benchmark families (docs/formulation.md); 0.5 wins on gang-heavy seed 2 (4.63%
+#: against 5.46%), where large gangs sit at a half in the LP.
+ROUNDINGS = (0.7, 2.0, 0.5)
 #: The neighbourhood search stops once its answer is within this fraction of the
 #: planner's ``rel_gap`` of the whole model's bound: its answers lose some objective to
 #: node placement (0.03-0.3% on the benchmark epochs), so a search that stops as soon as
@@ -70,11 +72,24 @@ SEARCH_TARGET_SHARE = 0.5
 SEARCH_GAP_SHARE = 0.125
 #: No neighbourhood search is started with less time than this left (seconds).
 MIN_SEARCH = 1.0
-#: Share of the time left the first neighbourhood search may take.
-FIRST_SHARE = 0.8
+#: Seconds kept for the plan's reasons and objects, per second the greedy plan took.
+RESERVE_SHARE = 1.5
+#: Every other neighbourhood search frees one pool's decisions when at least this share
+#: of the queued jobs may use at most two sub-pools (type-restricted: 81%, the other
+#: families 8-26%). Measured offline on type-restricted seed 1, four 2 s searches: 2.86%
+#: without, 2.25% with; on cold, where work moves between pools, 1.20% without, 1.80% with.
+POOL_SEARCH_SHARE = 0.5
+#: Share of the time left that the Lagrangian bound may take.
+BOUND_SHARE = 0.25
+#: Seconds one neighbourhood search may take at most.
+SEARCH_CAP = 2.0
 #: Job decisions freed by the second neighbourhood; later ones grow by half after a
 #: search that finished in under half its time, and shrink by a third otherwise.
 NEXT_VARS = 1500
+
+#: Weight of a project's utility at stake in the score of each of its job groups
+#: (:func:`_next_neighbourhood`).
+STAKE_SHARE = 1.0
 
 Placed = tuple[list[Run], set[str], Board]
 
@@ -134,9 +149,11 @@ def plan_epoch(
     # 1-2. Geometry and the greedy plan.
     epoch = build_epoch(snapshot)
     greedy = greedy_runs(epoch, previous)
-    # Placement, gap filling, reasons and the plan's objects take a few times the
-    # greedy's time: keep that much of the limit for them.
-    reserve = 3.0 * (time.perf_counter() - t0) + 0.3
+    # Reasons and the plan's objects (the LP-guided incumbent is placed already) take
+    # less than the greedy's time: keep 1.5 times that of the limit for them. (Three
+    # times, before the fill by gain per quantum, which made the greedy slower, left
+    # 1-2 s of the 10 s limit unused on the benchmark families.)
+    reserve = RESERVE_SHARE * (time.perf_counter() - t0) + 0.3
     deadline = t0 + time_limit - reserve
     # 3. The model.
     form = apply(epoch)
@@ -174,7 +191,7 @@ def plan_epoch(
             f"{name} gave no answer ({result.status.value})",
         )
     t_solved = time.perf_counter()
-    # 5. Back to the domain: placement and gap filling (already done for the LP dive's
+    # 5. Back to the domain: placement and gap filling (already done for the LP-guided
     # incumbent, whose values are those of its placed runs).
     if placed is None:
         ends, starts = invert(form, result.values)
@@ -238,7 +255,7 @@ class _Best:
     values: npt.NDArray[np.int64] | None = None
     objective: float | None = None
     placed: Placed | None = None
-    message: str = "LP dive"
+    message: str = "LP rounding"
     #: Seconds the slowest placement took: what placing one more answer costs.
     place_s: float = 0.0
 
@@ -282,62 +299,43 @@ def _lp_guided(
     deadline: float,
     rel_gap: float,
 ) -> tuple[SolveResult, str, Placed | None, str]:
-    """LP diving, then the backend in neighbourhoods of the incumbent, to the deadline.
+    """LP rounding, then the backend in neighbourhoods of the incumbent, to the deadline.
 
     The LP relaxation's optimum (solved by ``lp``, the registry's LP-capable backend) is
-    a proven bound. Diving (:func:`planner.mip.relax.dive`) rounds the job decisions it
-    leaves fractional, re-solving the LP; rounded down, placed and gap-filled, its
-    result is a feasible incumbent. While a whole dive fits in the time left, further
-    dives with other rounding thresholds try to beat it. Then, while the incumbent is
-    not within ``rel_gap`` of the bound and time is left, ``solver`` searches
-    neighbourhoods: first the variables the dive left fractional (with their job
-    class), then the job classes and running jobs where the LP optimum and the
-    incumbent disagree most (:func:`_next_neighbourhood`). The greedy plan is the
-    first incumbent, so the answer is never worse than it.
+    a proven bound. Its roundings (:data:`ROUNDINGS`, :func:`round_lp`), placed and
+    gap-filled, are incumbents; the best is kept. With a share of the time left, the
+    Lagrangian bound (:func:`~planner.mip.relax.lagrangian_bound`) tightens the bound,
+    and its projects' integer choices, rounded, are one more incumbent. Then, while the
+    incumbent is not within ``rel_gap`` of the bound and time is left, ``solver``
+    searches neighbourhoods of it: the job classes and running jobs where the LP optimum
+    and the incumbent disagree most, counting their projects' utility at stake
+    (:func:`_next_neighbourhood`). The greedy plan is the first incumbent, so the
+    answer is never worse than it.
     Returns the result, a note for the message, the placed runs of the incumbent, and
     which phase ended the search and why.
     """
     t_start = time.perf_counter()
-    decisions = np.array(sorted([*form.x.values(), *form.z.values()]), dtype=np.int64)
     best = _Best()
     start = values_of_runs(form, greedy.runs)
     if start is not None:
         best.values, best.objective = start, float(form.model.value(start))
         best.placed, best.message = (greedy.runs, set(), greedy.board), "greedy plan"
-    last: Dive | None = None
-    bound = math.inf
-    dives: list[str] = []
     ended = ""
-    # Several dives (different rounding thresholds) while time allows; the best wins.
-    for i, (up, down) in enumerate(DIVE_SETTINGS):
-        now = time.perf_counter()
-        left = deadline - now
-        if i and (last is None or last.fractional or left < 2.0 * last.seconds + 0.2):
-            break
-        if best.gap(bound) <= rel_gap:
-            break
-        share = DIVE_SHARE if i == 0 else 1.0
-        result = dive(
-            form.model, decisions, now + share * left, up, down, lp=lp, lp_deadline=deadline
-        )
-        if result is None:
-            break
-        last = result
-        bound = min(bound, result.bound)
-        floor = np.floor(result.values + 1e-6).astype(np.int64)
-        best.offer(form, epoch, previous, floor, "LP dive")
-        dives.append(
-            f"{result.rounds} rounds in {result.seconds:.2f}s"
-            + (f", gap {best.gap(bound):.2%}" if best.objective is not None else "")
-        )
-    if last is None:
+    # 1. The LP relaxation: its optimum is the bound; it may take the whole time limit
+    # (its bound is worth having even with no time left to round it).
+    session = lp.open_lp(form.model)
+    lp_ok = session.run(deadline - time.perf_counter())
+    if not lp_ok:
         left = max(deadline - time.perf_counter(), 0.01)
         if left < MIN_SEARCH and best.values is not None and best.objective is not None:
             # The LP took the time: a backend started now on the whole model would only
             # overrun the limit (building its model alone takes longer); keep the greedy.
             seconds = time.perf_counter() - t_start
-            kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
-            return kept, "", best.placed, f"LP dive: no LP optimum from {lp.name} within the time limit; the greedy plan is kept"
+            kept = SolveResult(
+                SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message
+            )
+            why = f"LP: no LP optimum from {lp.name} within the time limit; the greedy plan is kept"
+            return kept, "", best.placed, why
         if solver.capabilities.warm_start and start is not None:
             form.model.hint = {i: int(v) for i, v in enumerate(start)}
         whole = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
@@ -346,13 +344,55 @@ def _lp_guided(
             return whole, "", None, why
         # No answer from the backend either: the greedy plan, unflagged, with no bound.
         seconds = time.perf_counter() - t_start
-        kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+        kept = SolveResult(
+            SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message
+        )
         return kept, "", best.placed, why + "; the greedy plan is kept"
-    note = f"; LP dives ({lp.name}): {'; '.join(dives)}"
+    bound = session.objective()
+    lp_values = session.values()
+    lp_s = time.perf_counter() - t_start
+    # 2. Roundings of the LP optimum, each placed and filled (the fill takes what
+    # rounding down left free, by gain per quantum); the best becomes the incumbent.
+    rounded: list[str] = []
+    for up in ROUNDINGS:
+        if best.gap(bound) <= rel_gap:
+            break
+        if rounded and time.perf_counter() + best.place_s + MIN_SEARCH > deadline:
+            break
+        label = f"LP rounded up from {up:.2f}" if up <= 1 else "LP rounded down"
+        best.offer(form, epoch, previous, round_lp(form, lp_values, up), label)
+        rounded.append(f"{label.removeprefix('LP ')}: gap {best.gap(bound):.2%}")
+    note = f"; LP ({lp.name}) in {lp_s:.2f}s; roundings: {'; '.join(rounded)}"
+    # 3. A tighter bound: the LP's duals price the rows shared between projects, and
+    # each project's own problem is branched (relax.lagrangian_bound).
+    left = deadline - time.perf_counter()
+    if best.gap(bound) > rel_gap and left > 2 * MIN_SEARCH:
+        lag = lagrangian_bound(
+            form.model,
+            form.coupling_rows(),
+            lp_values,
+            session.duals(),
+            time.perf_counter() + BOUND_SHARE * left,
+            lp,
+        )
+        note += (
+            f"; Lagrangian bound {(bound - lag.bound) / max(abs(bound), 1.0):.2%} below the LP's "
+            f"({lag.branched} of {lag.parts} fractional projects branched, {lag.closed} "
+            f"solved) in {lag.seconds:.2f}s"
+        )
+        bound = min(bound, lag.bound)
+        if lag.closed and best.gap(bound) > rel_gap:
+            # Each solved project's choice under the LP's prices, rounded and placed.
+            best.offer(form, epoch, previous, round_lp(form, lag.values, ROUNDINGS[0]), "Lagrangian rounding")
+            note += f"; Lagrangian rounding: gap {best.gap(bound):.2%}"
     if best.gap(bound) <= rel_gap:
-        ended = f"LP dive {len(dives)}: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
-    lp_values = last.lp_values if last.lp_values is not None else last.values
+        ended = f"LP rounding: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
     caps = solver.capabilities
+    # Where most queued jobs may use at most two pools, every other search frees one
+    # pool's decisions (see _next_neighbourhood).
+    queued = sum(len(c.jobs) for c in epoch.classes)
+    narrow = sum(len(c.jobs) for c in epoch.classes if len(c.pools) <= 2)
+    restricted = queued > 0 and narrow >= POOL_SEARCH_SHARE * queued
     searches: list[str] = []
     freed: dict[int, int] = {}  # group index -> times freed in a finished search
     size = 0
@@ -361,28 +401,26 @@ def _lp_guided(
         left = deadline - time.perf_counter()
         if left < MIN_SEARCH:
             ended = (
-                f"{'neighbourhood search ' + str(round_) if round_ else 'LP dive'}: "
+                f"{'neighbourhood search ' + str(round_) if round_ else 'LP rounding'}: "
                 f"{left:.2f}s left, below the {MIN_SEARCH:.1f}s a search needs; gap {best.gap(bound):.2%}"
             )
             break
-        if round_ == 0:
-            relax = Relaxation(last.values, bound, last.seconds)
-            sub = neighbourhood(form.model, relax, form.groups(), form.loose(), incumbent=best.values)
-            kind = "the dive's fractional decisions"
-            chosen: list[int] = []
-        else:
-            assert best.values is not None
-            sub, chosen = _next_neighbourhood(form, lp_values, best.values, size, freed, round_)
-            kind = f"{len(chosen)} job groups where LP and incumbent disagree"
+        assert best.values is not None
+        by_pool = restricted and round_ % 2 == 1
+        sub, chosen = _next_neighbourhood(
+            form, lp_values, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
+        )
+        kind = f"{len(chosen)} job groups where LP and incumbent disagree" + (" in one pool" if by_pool else "")
         round_ += 1
         if caps.stop_at_bound:
             sub.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
         small, keep, full = sub.restrict(sub.lower, sub.upper)
         if not caps.warm_start and not caps.hints:
             small.hint = {}
-        # The first search may take most of the time left, later ones half: one stuck
-        # in a poor neighbourhood leaves time for another.
-        budget = left - 0.5 if left < 3 * MIN_SEARCH else max((left - 0.5) * FIRST_SHARE if round_ == 1 else (left - 0.5) / 2, MIN_SEARCH)
+        # Each search may take half the time left, at most SEARCH_CAP: several short
+        # searches over different neighbourhoods gain more than one long one (measured
+        # on cold: four 2-second searches from 2.37% to 1.23%).
+        budget = left - 0.5 if left < 3 * MIN_SEARCH else min(max((left - 0.5) / 2, MIN_SEARCH), SEARCH_CAP)
         started = time.perf_counter()
         found = solver.solve(small, time_limit=budget, rel_gap=SEARCH_GAP_SHARE * rel_gap)
         spent = time.perf_counter() - started
@@ -464,6 +502,7 @@ def _next_neighbourhood(
     size: int,
     freed: dict[int, int],
     seed: int,
+    by_pool: bool = False,
 ) -> tuple[LinearModel, list[int]]:
     """A neighbourhood of ``incumbent`` where it disagrees most with the LP optimum.
 
@@ -482,9 +521,34 @@ def _next_neighbourhood(
     for v, c in m.objective.items():
         coef[v] = abs(c)
     diff = np.abs(lp_values - incumbent)
-    scores = np.array(
-        [float(np.dot(diff[g], coef[g]) + 1e-3 * coef[g].max(initial=0.0)) for g in groups]
-    )
+    # The utility at stake in each project (its utility variables weighted by their
+    # slopes, where LP and incumbent differ): a project the incumbent leaves short of
+    # its share, or one it runs past it, has all its groups scored up, so the search
+    # can move work between such projects (the objective of a start itself holds only
+    # its bonuses, not the utility it buys).
+    stake = {
+        project: float(np.dot(diff[vs], coef[vs])) for project, vs in form.project_vars().items()
+    }
+    owners = form.group_projects()
+
+    def score(g: list[int], owner: str) -> float:
+        if not g:
+            return 0.0
+        base = float(np.dot(diff[g], coef[g]) + 1e-3 * coef[g].max(initial=0.0))
+        at_stake = STAKE_SHARE * stake.get(owner, 0.0)
+        return base + at_stake * (1.0 if diff[g].max(initial=0.0) > 1e-6 else 0.25)
+
+    if by_pool:
+        # One pool's decisions only: the pool with most at stake, where work can move
+        # only inside the pool (jobs allowed one GPU type), so that a project short of
+        # its share there and the projects that would make room are freed together.
+        pools = form.var_pools()
+        names = sorted({int(p) for p in pools if p >= 0})
+        by = {p: sum(score([v for v in g if pools[v] == p], o) for g, o in zip(groups, owners, strict=True)) for p in names}
+        noise = rng.uniform(0.8, 1.2, size=len(names))
+        pick = names[int(np.argmax([by[p] * w for p, w in zip(names, noise, strict=True)]))]
+        groups = [[v for v in g if pools[v] == pick] for g in groups]
+    scores = np.array([score(g, owner) for g, owner in zip(groups, owners, strict=True)])
     scores *= 0.5 ** np.array([freed.get(i, 0) for i in range(len(groups))], dtype=float)
     scores *= rng.uniform(0.8, 1.2, size=len(groups))
     lower = [int(v) for v in incumbent]

@@ -24,7 +24,7 @@ from models import (
     SolverInfo,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
-from planner.mip.objective import WORK_BONUS, free_marginal, marginal_slope
+from planner.mip.objective import SEGMENT_ENDS, WORK_BONUS, free_marginal, segment_slopes
 from planner.placement import place_gang
 
 
@@ -315,67 +315,152 @@ def charge_runs(
 def fill_gaps(
     epoch: Epoch, board: Board, placed: set[str], prev: dict[str, tuple[str, ...]]
 ) -> list[Run]:
-    """Start waiting jobs on what is left, greedily by the objective's marginal gain.
+    """Start waiting jobs on what is left, greedily by the objective's gain per quantum.
 
-    The next job comes from the project whose next quantum of work is worth most: the
-    slope of its concave utility where its charged work stands (while it has headroom;
-    otherwise the uncharged slope while its work is below its owed share), plus the
-    work-conservation bonus. Inside a project: urgent, then priority, then the
-    oldest. This is also the whole of the greedy fallback plan.
+    The next job is the one whose whole run adds most objective per quantum of work
+    (:func:`start_gain`): the project's concave utility over the work the run adds (its
+    charged slices while the headroom lasts, the uncharged slope for the rest while the
+    project's work is below its owed share), plus the work-conservation bonus. So a
+    project just short of a utility step takes a small job that fills the step rather
+    than a large gang that would run past it at a lower slope. Ties: urgent, then
+    priority, then the oldest. A job that fits nowhere now never will (the board only
+    fills), so its whole class is set aside. This is also the whole of the greedy
+    fallback plan.
     """
-    queues: dict[str, list[tuple[JobClass, JobState]]] = {}
+    state = _fill_state(epoch, board)
+    # Per project and shape (funded, urgent, work per slice, span: all a member's gain
+    # depends on), a heap of its waiting members: urgent, then priority, then the oldest.
+    Shape = tuple[bool, bool, int, int]
+    Entry = tuple[bool, int, float, str, int]
+    waiting: dict[str, dict[Shape, list[Entry]]] = {}
     for c in epoch.classes:
-        for st in c.jobs:
+        shape = (c.allocated, c.urgent, epoch.work_q(c.gpus, epoch.pools[c.pools[0]]), c.length(0, epoch.slices))
+        heap_of = waiting.setdefault(c.project, {}).setdefault(shape, [])
+        for i, st in enumerate(c.jobs):
             if st.job.id not in placed:
-                queues.setdefault(c.project, []).append((c, st))
-    for q in queues.values():
-        q.sort(key=lambda cs: (not cs[0].urgent, -cs[0].priority, cs[1].job.submit, cs[1].job.id))
-        q.reverse()  # pop() from the end
-    charged = {p: 0 for p in queues}
-    spent = {p: 0 for p in queues}
-    work = {p: 0 for p in queues}  # all work, charged or not (free work counts to the share)
-    for run in board.runs:
-        job = run.state.job
-        if job.project in work:
-            work[job.project] += (run.last - run.first) * epoch.work_q(
-                job.gpus, epoch.pools[run.pool]
-            )
-        if job.allocated and job.project in charged:
-            pool = epoch.pools[run.pool]
-            span = run.last - run.first
-            charged[job.project] += span * epoch.work_q(job.gpus, pool)
-            spent[job.project] += span * epoch.charge_q(job.gpus, pool, job.urgent)
+                heap_of.append((not c.urgent, -c.priority, st.job.submit, st.job.id, c.index * 1_000_000 + i))
+    for shapes in waiting.values():
+        for heap_of in shapes.values():
+            heapq.heapify(heap_of)
+    dead: set[int] = set()  # classes none of whose members fits any more
 
-    def gain(project: str) -> int:
-        """Objective of the project's next quantum of work."""
-        q = queues[project]
-        job = q[-1][1].job
-        if job.allocated and spent[project] < epoch.headroom_q.get(project, 0):
-            return WORK_BONUS + marginal_slope(epoch, project, charged[project])
-        return WORK_BONUS + free_marginal(epoch, project, work[project])
+    def best(project: str) -> tuple[float, Shape] | None:
+        """The project's best shape now and its gain per quantum."""
+        top: tuple[float, Entry, Shape] | None = None
+        for shape in list(waiting[project]):
+            heap_of = waiting[project][shape]
+            while heap_of and heap_of[0][4] // 1_000_000 in dead:
+                heapq.heappop(heap_of)
+            if not heap_of:
+                del waiting[project][shape]
+                continue
+            allocated, urgent, wq, span = shape
+            d = start_gain(epoch, state, project, allocated, urgent, wq, span) / max(span * wq, 1)
+            if top is None or d > top[0] or (d == top[0] and heap_of[0] < top[1]):
+                top = (d, heap_of[0], shape)
+        return None if top is None else (top[0], top[2])
 
-    heap = [(-gain(p), p) for p in queues if queues[p]]
+    # A project's gains change only when it starts a job, so the heap's keys stay exact.
+    heap: list[tuple[float, str]] = []
+    for project in waiting:
+        b = best(project)
+        if b is not None:
+            heap.append((-b[0], project))
     heapq.heapify(heap)
     out: list[Run] = []
     while heap:
         _, project = heapq.heappop(heap)
-        q = queues[project]
-        cls, st = q.pop()
+        b = best(project)
+        if b is None:
+            continue
+        entry = heapq.heappop(waiting[project][b[1]])
+        cls = epoch.classes[entry[4] // 1_000_000]
+        st = cls.jobs[entry[4] % 1_000_000]
         started = _try_start(epoch, board, cls, st, prev)
-        if started is not None:
+        if started is None:
+            dead.add(cls.index)  # identical members: none fits now, nor will later
+        else:
             out.append(started)
-            job = st.job
-            work[project] += (started.last - started.first) * epoch.work_q(
-                job.gpus, epoch.pools[started.pool]
-            )
-            if job.allocated:
-                pool = epoch.pools[started.pool]
-                span = started.last - started.first
-                charged[project] += span * epoch.work_q(job.gpus, pool)
-                spent[project] += span * epoch.charge_q(job.gpus, pool, job.urgent)
-        if q:
-            heapq.heappush(heap, (-gain(project), project))
+            state.add(epoch, started)
+        nxt = best(project)
+        if nxt is not None:
+            heapq.heappush(heap, (-nxt[0], project))
     return out
+
+
+@dataclass
+class FillState:
+    """Per project: charged work, budget spent and all work (quanta) of the runs so far."""
+
+    charged: dict[str, int]
+    spent: dict[str, int]
+    work: dict[str, int]
+
+    def add(self, epoch: Epoch, run: Run) -> None:
+        """Count a run: its slices are charged while the headroom lasts."""
+        job = run.state.job
+        pool = epoch.pools[run.pool]
+        wq = epoch.work_q(job.gpus, pool)
+        span = run.last - run.first
+        p = job.project
+        self.work[p] = self.work.get(p, 0) + span * wq
+        if job.allocated:
+            cost = epoch.charge_of(wq, job.urgent)
+            n = min(span, max(epoch.headroom_q.get(p, 0) - self.spent.get(p, 0), 0) // cost)
+            self.charged[p] = self.charged.get(p, 0) + n * wq
+            self.spent[p] = self.spent.get(p, 0) + n * cost
+
+
+def _fill_state(epoch: Epoch, board: Board) -> FillState:
+    state = FillState({}, {}, {})
+    order = sorted(board.runs, key=lambda r: (not r.running, not r.state.job.urgent, r.first))
+    for run in order:
+        state.add(epoch, run)
+    return state
+
+
+def start_gain(
+    epoch: Epoch, state: FillState, project: str, allocated: bool, urgent: bool, wq: int, span: int
+) -> float:
+    """Objective a run of ``span`` slices of ``wq`` quanta adds to ``project``.
+
+    Charged slices (while the headroom lasts) climb the concave utility from the
+    project's charged work; the rest earns the uncharged slope while the project's work
+    stays below its owed share; every quantum earns the work bonus.
+    """
+    target = epoch.target_q.get(project, 0)
+    charged = state.charged.get(project, 0)
+    n = 0
+    if allocated:
+        cost = epoch.charge_of(wq, urgent)
+        n = min(span, max(epoch.headroom_q.get(project, 0) - state.spent.get(project, 0), 0) // cost)
+    gain = float(WORK_BONUS * span * wq)
+    gain += utility_gain(epoch, project, charged, n * wq)
+    uncharged = (span - n) * wq
+    if uncharged:
+        # Uncharged work counts up to what the charged work leaves of the owed share.
+        room = target - min(charged + n * wq, target) - (state.work.get(project, 0) - charged)
+        gain += free_marginal(epoch, project, 0) * max(min(uncharged, room), 0)
+    return gain
+
+
+def utility_gain(epoch: Epoch, project: str, charged: int, add: int) -> float:
+    """The concave utility of ``charged + add`` charged quanta minus that of ``charged``."""
+    if add <= 0:
+        return 0.0
+    target = epoch.target_q.get(project, 0)
+    slopes = segment_slopes(epoch, project)
+    ends = [round(e * target) for e in SEGMENT_ENDS]
+    gain = 0.0
+    lo, hi = charged, charged + add
+    start = 0
+    for s, slope in enumerate(slopes):
+        end = ends[s] if s < len(ends) else hi
+        a, b = max(lo, start), min(hi, end)
+        if b > a:
+            gain += slope * (b - a)
+        start = end
+    return gain
 
 
 def _try_start(

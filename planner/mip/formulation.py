@@ -63,6 +63,41 @@ class Formulation:
             by_job.setdefault(j, []).append(var)
         return list(by_class.values()) + list(by_job.values())
 
+    def group_projects(self) -> list[str]:
+        """The project of each of :meth:`groups`, in the same order."""
+        classes = sorted({c for c, _, _ in self.x}, key=list({c: 0 for c, _, _ in self.x}).index)
+        jobs = sorted({j for j, _ in self.z}, key=list({j: 0 for j, _ in self.z}).index)
+        return [self.epoch.classes[c].project for c in classes] + [
+            self.epoch.running[j].state.job.project for j in jobs
+        ]
+
+    def project_vars(self) -> dict[str, list[int]]:
+        """Each project's utility variables (``u``, ``f``)."""
+        out: dict[str, list[int]] = {}
+        for (project, _), var in self.u.items():
+            out.setdefault(project, []).append(var)
+        for project, var in self.f.items():
+            out.setdefault(project, []).append(var)
+        return out
+
+    def var_pools(self) -> npt.NDArray[np.int64]:
+        """The sub-pool of each job decision (starts ``x``, running slices ``z``); -1 for
+        the auxiliary variables."""
+        out = np.full(self.model.num_vars, -1, dtype=np.int64)
+        for (_, p, _), var in self.x.items():
+            out[var] = p
+        for (j, _), var in self.z.items():
+            out[var] = self.epoch.running[j].pool
+        return out
+
+    def coupling_rows(self) -> list[int]:
+        """Rows that link projects: pool capacity, whole nodes, node-count cuts, and the
+        busy-node rows (a node's single-node jobs may be of several projects). Without
+        them the model falls apart into one part per project
+        (:func:`planner.mip.relax.lagrangian_bound`)."""
+        shared = ("capacity[", "whole_nodes[", "cut_nodes[", "busy[")
+        return [i for i, c in enumerate(self.model.constraints) if c.name.startswith(shared)]
+
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
         return (
@@ -251,7 +286,10 @@ def apply(epoch: Epoch) -> Formulation:
     ample = {p for p, most in charge_most.items() if most <= epoch.headroom_q.get(p, 0)}
     for size in sorted(slice_max):
         project, urgent, q = size
-        top = slice_max[size]
+        # No more slices of this size than the headroom pays for: integer counts meet
+        # it, and the LP can no longer charge a fraction of a slice the headroom cannot
+        # pay for (a project with 500 quanta left "charging" 0.78 of a 640-quanta slice).
+        top = min(slice_max[size], epoch.headroom_q.get(project, 0) // epoch.charge_of(q, urgent))
         if top <= 0 or project in ample:
             continue
         y = m.add_var(f"y[{project},{'urgent' if urgent else 'normal'},{q}]", 0, top)
@@ -478,6 +516,36 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
     return ends, starts
 
 
+def round_lp(f: Formulation, lp_values: npt.NDArray[np.float64], up: float) -> npt.NDArray[np.int64]:
+    """Round an LP optimum's job decisions to integers a placement can take.
+
+    Every value is rounded down, then each start or running slice whose fractional part
+    is at least ``up`` is rounded up, largest part first, while its class keeps within
+    its members (``count[c]``). Capacity is not checked: placement drops what finds no
+    hole, and the fill then uses what rounding down left free. ``up > 1`` rounds
+    everything down. The auxiliary variables (charging, utility) are rounded down too;
+    :func:`values_of_runs` recomputes them from the placed runs.
+    """
+    values = np.floor(lp_values + 1e-6).astype(np.int64)
+    if up > 1:
+        return values
+    started: dict[int, int] = {}
+    by_class: dict[int, list[tuple[float, int]]] = {}
+    for (c, _, _), var in f.x.items():
+        started[c] = started.get(c, 0) + int(values[var])
+        part = float(lp_values[var] - values[var])
+        if part >= up - 1e-9:
+            by_class.setdefault(c, []).append((part, var))
+    for c, cands in by_class.items():
+        room = len(f.epoch.classes[c].jobs) - started.get(c, 0)
+        for _, var in sorted(cands, reverse=True)[: max(room, 0)]:
+            values[var] += 1
+    for var in f.z.values():
+        if lp_values[var] - values[var] >= up - 1e-9:
+            values[var] = 1
+    return values
+
+
 def charge_counts(f: Formulation, values: npt.NDArray[np.int64]) -> dict[tuple[str, bool, int], int]:
     """The charged-slice counts of an answer: (project, urgent, work per slice) -> slices.
 
@@ -508,7 +576,7 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         job = run.state.job
         wq = epoch.work_q(job.gpus, epoch.pools[run.pool])
         work[job.project] = work.get(job.project, 0) + (run.last - run.first) * wq
-        if job.allocated and run.charged:
+        if job.allocated and any(run.charged):
             key = (job.project, job.urgent, wq)
             counts[key] = counts.get(key, 0) + sum(run.charged)
         if run.running:

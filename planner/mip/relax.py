@@ -1,8 +1,8 @@
 """The LP relaxation of a :class:`LinearModel`, solved by an LP-capable backend.
 
 It gives the large epochs two things: a proven upper bound on the objective, and the
-values that :func:`neighbourhood` uses to fix most integer variables before the MIP
-backend searches the few the LP left fractional ("LP-guided fixing"). The LP itself is
+values that the planner rounds into its first incumbents and compares with each
+incumbent to choose the next neighbourhood (:mod:`planner.mip`). The LP itself is
 solved by whichever registered backend declares ``lp_relaxation``
 (:func:`planner.mip.backends.lp_backend`); this module sees only its
 :class:`~planner.mip.backends.base.LpSession`.
@@ -10,6 +10,7 @@ solved by whichever registered backend declares ``lp_relaxation``
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpCapable
-from planner.mip.model import LinearModel
+from planner.mip.model import Constraint, LinearModel
 
 
 @dataclass(frozen=True)
@@ -54,142 +55,186 @@ def solve_relaxation(
 
 
 @dataclass(frozen=True)
-class Dive:
-    """The LP optimum's bound and the values where the dive stopped."""
+class Lagrangian:
+    """A Lagrangian bound: its value, and how many parts were branched and closed."""
 
     bound: float
-    values: npt.NDArray[np.float64]
-    rounds: int
-    fractional: int
+    parts: int
+    branched: int
+    closed: int
     seconds: float
-    #: The first LP's values (the LP optimum itself).
-    lp_values: npt.NDArray[np.float64] | None = None
+    #: The LP's values with each solved project's integer optimum (under the prices) in
+    #: place of its fractional ones: a point to round into an incumbent.
+    values: npt.NDArray[np.float64]
 
 
-def dive(
+def lagrangian_bound(
     model: LinearModel,
-    decisions: npt.NDArray[np.int64],
+    coupling: list[int],
+    values: npt.NDArray[np.float64],
+    duals: npt.NDArray[np.float64],
     deadline: float,
-    up: float = 0.8,
-    down: float = 0.4,
-    keep: bool = True,
-    lp: LpCapable | None = None,
-    lp_deadline: float | None = None,
-) -> Dive | None:
-    """LP diving: round the ``decisions`` the LP leaves fractional, re-solving as it goes.
+    lp: LpCapable,
+    nodes: int = 10,
+) -> Lagrangian:
+    """An upper bound of the MIP at least as tight as its LP's, from the LP's duals.
 
-    Each round fixes fractional decisions with a fractional part of at least ``up`` to
-    at least their ceiling, and those of at most ``down`` to at most their floor (the
-    largest one alone when none qualifies), then re-solves the LP from its last basis.
-    A round-up that makes the LP infeasible is turned into a round-down. Stops when
-    every decision is integral or at ``deadline``; returns the first LP's bound and the
-    last LP values (``None`` without an LP-capable backend or without an LP optimum).
-    Rounding the rest down keeps every ``<=`` row of this model. The first LP may run
-    until ``lp_deadline`` (default ``deadline``): its bound is worth having even when no
-    time is left to round.
+    The ``coupling`` rows (those that link the parts, here the projects, through shared
+    capacity) move into the objective with the LP's duals as multipliers
+    (:meth:`~planner.mip.backends.base.LpSession.duals`, clipped to their valid sign):
+    ``max c'x + const`` with ``c' = c - sum_i y_i a_i`` and ``const = sum_i y_i b_i``.
+    For any such multipliers this bounds the MIP from above (weak duality), and with the
+    LP's it equals the LP bound before any branching. What is left falls apart into
+    independent parts (connected by the remaining rows); the bound is the sum of the
+    parts' maxima. A part the LP solves integrally is exact already; the others are
+    branched best first on their own small LPs, at most ``nodes`` branchings each, and
+    contribute the best LP value still open (their optimum if a node came out integral
+    first). Parts not reached by ``deadline`` keep their LP value, so the result is a
+    valid bound whenever it stops.
     """
-    lp = lp or lp_backend()
-    if lp is None:
-        return None
     t0 = time.perf_counter()
-    h = lp.open_lp(model)
-    if not h.run(max(lp_deadline or deadline, deadline) - time.perf_counter()):
-        return None
-    bound = h.objective()
-    values = h.values()
-    first = values
-    rounds = 0
-    left = 0
-    upper = np.asarray(model.upper, dtype=np.float64)
+    n = model.num_vars
+    cost = np.zeros(n)
+    for v, coef in model.objective.items():
+        cost[v] = coef
+    const = float(model.objective_offset)
+    is_coupling = np.zeros(len(model.constraints), dtype=bool)
+    is_coupling[coupling] = True
+    parent = np.arange(n)
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = int(parent[a])
+        return a
+
+    for i, c in enumerate(model.constraints):
+        if is_coupling[i]:
+            y = float(duals[i])
+            # A multiplier of the wrong sign would not bound: such rows are dropped.
+            if (c.sense == "<=" and y < 0) or (c.sense == ">=" and y > 0):
+                y = 0.0
+            cost[c.vars] -= y * c.coefs
+            const += y * c.rhs
+            continue
+        if len(c.vars) > 1:
+            root = find(int(c.vars[0]))
+            for v in c.vars[1:]:
+                other = find(int(v))
+                if other != root:
+                    parent[other] = root
+    roots = np.array([find(v) for v in range(n)])
+    rows: dict[int, list[int]] = {}
+    for i, c in enumerate(model.constraints):
+        if not is_coupling[i] and len(c.vars):
+            rows.setdefault(int(roots[c.vars[0]]), []).append(i)
     lower = np.asarray(model.lower, dtype=np.float64)
-    last_run = time.perf_counter() - t0
-    # Stop when the next re-solve (about as long as the last) would pass the deadline.
-    while time.perf_counter() + last_run < deadline:
-        d = values[decisions]
-        part = d - np.floor(d + 1e-9)
-        fractional = (part > 1e-6) & (part < 1 - 1e-6)
-        left = int(fractional.sum())
-        if not left:
+    upper = np.asarray(model.upper, dtype=np.float64)
+    total = const
+    fractional = np.abs(values - np.round(values)) > 1e-6
+    members: dict[int, list[int]] = {}
+    for v in range(n):
+        members.setdefault(int(roots[v]), []).append(v)
+    # Parts the LP leaves fractional, the most objective at stake first.
+    todo: list[tuple[float, int]] = []
+    for root, vs in members.items():
+        idx = np.asarray(vs)
+        if root not in rows:
+            # No rows: each variable at its better bound.
+            total += float(np.maximum(cost[idx] * lower[idx], cost[idx] * upper[idx]).sum())
+            continue
+        total += float(np.dot(cost[idx], values[idx]))
+        if fractional[idx].any():
+            todo.append((-float(np.abs(cost[idx] * (values[idx] - np.floor(values[idx]))).sum()), root))
+    todo.sort()
+    point = values.copy()
+    branched = closed = 0
+    for _, root in todo:
+        if time.perf_counter() >= deadline:
             break
-        rounds += 1
-        if keep:
-            # Decisions the LP already made integral keep at least their value, so each
-            # round has fewer to settle (the dive converges instead of churning).
-            settled = decisions[~fractional]
-            grow = settled[lower[settled] < np.round(values[settled])]
-            lower[grow] = np.round(values[grow])
-            h.set_bounds(grow, lower, upper)
-        cand = decisions[fractional]
-        parts = part[fractional]
-        raise_ = cand[parts >= up]
-        lower_ = cand[parts <= down]
-        if len(raise_) == 0 and len(lower_) == 0:
-            raise_ = cand[[int(np.argmax(parts))]]
-        old_lower = lower[raise_].copy()
-        lower[raise_] = np.ceil(values[raise_] - 1e-9)
-        upper[lower_] = np.floor(values[lower_] + 1e-9)
-        h.set_bounds(raise_, lower, upper)
-        h.set_bounds(lower_, lower, upper)
-        started = time.perf_counter()
-        ok = h.run(deadline - started)
-        last_run = time.perf_counter() - started
-        if not ok:
-            lower[raise_] = old_lower
-            upper[raise_] = np.floor(values[raise_] + 1e-9)
-            h.set_bounds(raise_, lower, upper)
-            if not h.run(deadline - time.perf_counter()):
-                break
-        values = h.values()
-    return Dive(bound, values, rounds, left, time.perf_counter() - t0, first)
+        idx = np.asarray(members[root])
+        part_lp = float(np.dot(cost[idx], values[idx]))
+        best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], nodes, deadline, lp)
+        if best is None:
+            continue
+        value, exact, solution = best
+        branched += 1
+        closed += int(exact)
+        if exact:
+            point[idx] = solution
+        total += min(value, part_lp) - part_lp
+
+    # HiGHS's tolerances: a hair of slack so that rounding never makes it invalid.
+    total += 1e-7 * abs(total)
+    return Lagrangian(total, len(todo), branched, closed, time.perf_counter() - t0, point)
 
 
-def neighbourhood(
+def _branch_part(
     model: LinearModel,
-    relax: Relaxation,
-    groups: list[list[int]],
-    loose: list[int],
-    radius: int = 1,
-    incumbent: npt.NDArray[np.int64] | None = None,
-) -> LinearModel:
-    """A copy of ``model`` with most variables fixed at their LP values.
+    idx: npt.NDArray[np.int64],
+    rows: list[int],
+    cost: npt.NDArray[np.float64],
+    lower: npt.NDArray[np.float64],
+    upper: npt.NDArray[np.float64],
+    nodes: int,
+    deadline: float,
+    lp: LpCapable,
+) -> tuple[float, bool, npt.NDArray[np.float64]] | None:
+    """Best-first branching on one part's LP: a bound of its maximum, whether it is
+    exact, and the values of the last node taken (its optimum when exact).
 
-    A variable the LP set to an integer is fixed there, unless it shares a group (the
-    variables of one job class, or one project's utility) with a fractional one: a whole
-    group stays free around its LP values (``floor - radius .. ceil + radius``), so the MIP can move
-    a job between pools and start slices to repair the rounding. The ranges are widened
-    to contain ``incumbent``, which becomes the warm start.
+    ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
     """
-    vals = relax.values
-    frac = np.abs(vals - np.round(vals)) > 1e-6
-    free = frac.copy()
-    for g in groups:
-        if any(frac[v] for v in g):
-            free[g] = True
-    out = LinearModel(
-        names=model.names,
-        lower=list(model.lower),
-        upper=list(model.upper),
-        constraints=model.constraints,
-        objective=model.objective,
-        objective_offset=model.objective_offset,
-        hint={},
+    where = np.full(model.num_vars, -1, dtype=np.int64)
+    where[idx] = np.arange(len(idx))
+    sub = LinearModel(
+        names=[model.names[v] for v in idx],
+        lower=[model.lower[v] for v in idx],
+        upper=[model.upper[v] for v in idx],
     )
-    loose_set = set(loose)
-    for v in range(model.num_vars):
-        x = float(vals[v])
-        if v in loose_set:
-            pass
-        elif free[v]:
-            out.lower[v] = max(model.lower[v], math.floor(x + 1e-6) - radius)
-            out.upper[v] = min(model.upper[v], math.ceil(x - 1e-6) + radius)
-        else:
-            fixed = min(max(round(x), model.lower[v]), model.upper[v])
-            out.lower[v] = out.upper[v] = fixed
-        if incumbent is not None:
-            inc = int(incumbent[v])
-            out.lower[v] = min(out.lower[v], inc)
-            out.upper[v] = max(out.upper[v], inc)
-            out.hint[v] = inc
-        else:
-            out.hint[v] = min(max(math.floor(x + 1e-6), out.lower[v]), out.upper[v])
-    return out
+    for i in rows:
+        c = model.constraints[i]
+        sub.constraints.append(
+            Constraint(vars=where[c.vars], coefs=c.coefs, sense=c.sense, rhs=c.rhs, name=c.name)
+        )
+    session = lp.open_lp(sub, cost)
+    every = np.arange(len(idx))
+
+    def solve(lo: npt.NDArray[np.float64], hi: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.float64]] | None:
+        session.set_bounds(every, lo, hi)
+        if not session.run(max(deadline - time.perf_counter(), 0.01)):
+            return None
+        return session.objective(), session.values()
+
+    root = solve(lower, upper)
+    if root is None:
+        return None
+    heap: list[tuple[float, int, npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]] = [
+        (-root[0], 0, lower, upper, root[1])
+    ]
+    count = 1
+    for _ in range(nodes + 1):
+        neg, _, lo, hi, x = heapq.heappop(heap)
+        part = x - np.floor(x + 1e-9)
+        frac = (part > 1e-6) & (part < 1 - 1e-6)
+        if not frac.any():
+            return -neg, True, x  # best first: the best open node is integral
+        if time.perf_counter() >= deadline:
+            return -neg, False, x
+        # Branch on the fractional variable closest to one half.
+        cand = np.flatnonzero(frac)
+        j = int(cand[np.argmin(np.abs(part[cand] - 0.5))])
+        for side in (0, 1):
+            lo2, hi2 = lo.copy(), hi.copy()
+            if side:
+                lo2[j] = math.ceil(x[j])
+            else:
+                hi2[j] = math.floor(x[j])
+            got = solve(lo2, hi2)
+            if got is None:
+                # Not solved (time, or infeasible: the session cannot tell): the
+                # parent's value still bounds both children.
+                return -neg, False, x
+            heapq.heappush(heap, (-got[0], count, lo2, hi2, got[1]))
+            count += 1
+    return -heap[0][0], False, heap[0][4]

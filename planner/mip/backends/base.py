@@ -108,6 +108,11 @@ class LpSession(Protocol):
         """The last optimum's objective (maximized, offset included)."""
         ...
 
+    def duals(self) -> npt.NDArray[np.float64]:
+        """The last optimum's row duals for the maximized objective (``<=`` rows >= 0,
+        ``>=`` rows <= 0)."""
+        ...
+
     def set_bounds(
         self,
         idx: npt.NDArray[np.int64],
@@ -129,8 +134,11 @@ class LpCapable(Protocol):
         """Whether the solver is installed."""
         ...
 
-    def open_lp(self, model: LinearModel) -> LpSession:
-        """The LP relaxation of ``model``, not yet solved."""
+    def open_lp(
+        self, model: LinearModel, objective: npt.NDArray[np.float64] | None = None
+    ) -> LpSession:
+        """The LP relaxation of ``model``, not yet solved; ``objective``, when given,
+        replaces the model's (one float per variable, maximized, the offset kept)."""
         ...
 
 

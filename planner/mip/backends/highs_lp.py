@@ -27,16 +27,19 @@ def highs_available() -> bool:
 class HighsLp:
     """The LP relaxation of ``model`` held by one HiGHS object, solved incrementally."""
 
-    def __init__(self, model: LinearModel) -> None:
+    def __init__(self, model: LinearModel, objective: npt.NDArray[np.float64] | None = None) -> None:
         import highspy
 
         self._highspy = highspy
         self._offset = model.objective_offset
         self._made = time.perf_counter()
         n = model.num_vars
-        cost = np.zeros(n)
-        for v, coef in model.objective.items():
-            cost[v] = -coef  # HiGHS minimizes
+        if objective is not None:
+            cost = -np.asarray(objective, dtype=np.float64)  # HiGHS minimizes
+        else:
+            cost = np.zeros(n)
+            for v, coef in model.objective.items():
+                cost[v] = -coef
         starts = [0]
         index: list[npt.NDArray[np.int64]] = []
         value: list[npt.NDArray[np.int64]] = []
@@ -80,6 +83,13 @@ class HighsLp:
     def values(self) -> npt.NDArray[np.float64]:
         """The last solution's values."""
         return np.asarray(self._h.getSolution().col_value, dtype=np.float64)
+
+    def duals(self) -> npt.NDArray[np.float64]:
+        """The last solution's row duals, for the maximized objective: ``<=`` rows get
+        values >= 0, ``>=`` rows values <= 0 (what one more unit of the row's bound
+        is worth)."""
+        # HiGHS minimizes the negated objective; its duals are the negated ones.
+        return -np.asarray(self._h.getSolution().row_dual, dtype=np.float64)
 
     def objective(self) -> float:
         """The last solution's objective, maximized, offset included."""

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from models import SolveStatus
 from planner.mip.backends.base import Capabilities, LpSession, SolveResult, quiet_stdout
@@ -35,11 +36,14 @@ class PulpBackend:
         """Whether PuLP is installed (found, not imported)."""
         return importlib.util.find_spec("pulp") is not None
 
-    def open_lp(self, model: LinearModel) -> LpSession:
-        """The LP relaxation of ``model`` in HiGHS (requires ``capabilities.lp_relaxation``)."""
+    def open_lp(
+        self, model: LinearModel, objective: npt.NDArray[np.float64] | None = None
+    ) -> LpSession:
+        """The LP relaxation of ``model`` in HiGHS (requires ``capabilities.lp_relaxation``);
+        ``objective`` replaces the model's when given."""
         if not self.capabilities.lp_relaxation:
             raise RuntimeError("this PuLP backend has no LP solver (HiGHS is missing)")
-        return HighsLp(model)
+        return HighsLp(model, objective)
 
     def _make_solver(self, time_limit: float, rel_gap: float) -> Any:
         import pulp

@@ -88,3 +88,26 @@ def test_cuts_keep_the_integer_optimum() -> None:
     # Charged 320 quanta: 40 at 800, 40 at 400, 80 at 100 (to 2T = 160), 160 at 25:
     # 60000; work 320 * 5 = 1600.
     assert plan.solver.objective == pytest.approx(61_600)
+
+
+def test_charged_slices_stop_at_what_the_headroom_pays() -> None:
+    """Headroom of 120 quanta, an 8-GPU job (80 quanta a slice) for the whole epoch: the
+    charged-slice count ``y`` is at most ``floor(120 / 80) = 1``, so the LP point that
+    charges 1.5 slices (all 120 quanta of headroom) is gone; integer plans charge at most
+    one slice anyway."""
+    snapshot = SnapBuilder().pool().project("a", owed=8, headroom=3.0).queued("a1", "a").build()
+    epoch = build_epoch(snapshot)
+    assert epoch.headroom_q["a"] == 120
+    f = apply(epoch)
+    y = f.y[("a", False, 80)]
+    assert f.model.upper[y] == 1
+
+
+def test_no_charged_slice_when_the_headroom_pays_for_none() -> None:
+    """Headroom of 60 quanta buys no 80-quanta slice: no count, the job runs unallocated
+    (the LP cannot charge three quarters of a slice)."""
+    snapshot = SnapBuilder().pool().project("a", owed=8, headroom=1.5).queued("a1", "a").build()
+    f = apply(build_epoch(snapshot))
+    assert f.y == {} and f.w == {}
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    assert [a.charged for s in plan.slices for a in s.assignments] == [False] * 4

@@ -1,4 +1,4 @@
-"""Large epochs go LP-guided: LP bound, diving, the backend in the dive's neighbourhood."""
+"""Large epochs go LP-guided: LP bound, rounding, the backend in neighbourhoods of the incumbent."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from planner.mip import LP_GUIDED_VARS, plan_epoch
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
-from planner.mip.relax import dive, lp_available, neighbourhood, solve_relaxation
+from planner.mip.relax import lp_available, solve_relaxation
 
 from .conftest import SnapBuilder
 from .test_fallback import NoAnswer
@@ -47,21 +47,21 @@ def medium_snapshot(seed: int = 0) -> Snapshot:
 
 
 def test_medium_epoch_is_lp_guided_and_valid() -> None:
-    """A model above the threshold is solved by LP diving; the plan keeps every invariant."""
+    """A model above the threshold is solved LP-guided; the plan keeps every invariant."""
     snapshot = medium_snapshot()
     assert apply(build_epoch(snapshot)).model.num_vars > LP_GUIDED_VARS
     plan = plan_epoch(snapshot, time_limit=10.0)
     assert not plan.solver.fallback
     assert plan.solver.status in (SolveStatus.FEASIBLE, SolveStatus.OPTIMAL)
-    assert "LP dive" in plan.solver.message
+    assert "LP (pulp)" in plan.solver.message and "roundings: " in plan.solver.message
     assert plan.solver.bound is not None and plan.solver.objective is not None
     assert plan.solver.bound >= plan.solver.objective
     assert plan.solver.gap is not None and plan.solver.gap < 0.05
     check_plan(snapshot, plan)
 
 
-def test_a_dead_search_keeps_the_dive_plan() -> None:
-    """When the neighbourhood search dies, the plan is the dive's, not the greedy fallback."""
+def test_a_dead_search_keeps_the_rounded_plan() -> None:
+    """When the neighbourhood search dies, the plan is the LP rounding's, not the greedy fallback."""
     snapshot = medium_snapshot()
     dying = NoAnswer(SolveStatus.ERROR, "the solver process died")
     plan = plan_epoch(snapshot, backend=dying, time_limit=10.0, rel_gap=0.0)
@@ -95,26 +95,3 @@ def test_relaxation_bound() -> None:
     relax = solve_relaxation(knapsack(), 5.0)
     assert relax is not None
     assert relax.bound == pytest.approx(28.0 / 3.0)
-
-
-def test_dive_ends_integral_and_feasible() -> None:
-    """Diving leaves every decision integral, the rounding keeps every row, bound >= value."""
-    m = knapsack()
-    result = dive(m, np.arange(3), time.perf_counter() + 5.0)
-    assert result is not None
-    values = np.floor(result.values + 1e-6).astype(np.int64)
-    assert m.violations(values) == []
-    assert result.bound >= m.value(values)
-    assert m.value(values) in (8, 9)  # a + c, or a + b
-
-
-def test_neighbourhood_contains_the_incumbent() -> None:
-    """The neighbourhood's ranges contain the incumbent, which is its warm start."""
-    m = knapsack()
-    relax = solve_relaxation(m, 5.0)
-    assert relax is not None
-    incumbent = np.array([1, 0, 1], dtype=np.int64)
-    sub = neighbourhood(m, relax, [], [], incumbent=incumbent)
-    for v in range(3):
-        assert sub.lower[v] <= incumbent[v] <= sub.upper[v]
-    assert sub.hint == {0: 1, 1: 0, 2: 1}

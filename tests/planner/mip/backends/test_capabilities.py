@@ -91,8 +91,8 @@ def test_message_says_what_ended_a_fallback() -> None:
 
 @pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
 def test_message_says_what_ended_an_lp_guided_search() -> None:
-    """An LP-guided epoch names the phase that ended it (a dive or a search) and why."""
+    """An LP-guided epoch names the phase that ended it (the LP rounding or a search) and why."""
     plan = plan_epoch(medium_snapshot(), time_limit=6.0)
     ended = plan.solver.message.split("ended by ", 1)[1]
-    assert ended.startswith(("LP dive", "neighbourhood search"))
+    assert ended.startswith(("LP rounding", "neighbourhood search"))
     assert any(w in ended for w in ("within the target", "time limit", "left, below"))

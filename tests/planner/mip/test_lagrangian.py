@@ -1,0 +1,65 @@
+"""The Lagrangian bound (:func:`planner.mip.relax.lagrangian_bound`): the LP's duals price
+the rows projects share, each project's own problem is branched; valid and tighter."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from models import Snapshot
+from planner.mip import plan_epoch
+from planner.mip.backends import lp_backend
+from planner.mip.epoch import build_epoch
+from planner.mip.formulation import apply
+from planner.mip.relax import lagrangian_bound, lp_available
+
+from .conftest import SnapBuilder
+
+pytestmark = pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+
+
+def a_step_between_jobs() -> Snapshot:
+    """One 8-GPU node. ``a`` (owed 9 GPUs: first utility step at 180 quanta) has two
+    3-GPU jobs of 120 quanta each over the epoch; ``b`` (owed 8, ratio 1.8, so its
+    slopes are below ``a``'s) has eight 1-GPU jobs. The LP runs 1.5 of ``a``'s jobs, to
+    its step exactly, and 3.5 of ``b``'s: 225,540. Whole jobs: 215,280."""
+    b = SnapBuilder().pool(nodes=1).project("a", owed=9).project("b", owed=8, ratio=1.8)
+    b.queued("a1", "a", gpus=3).queued("a2", "a", gpus=3)
+    for i in range(8):
+        b.queued(f"b{i}", "b", gpus=1)
+    return b.build()
+
+
+def test_lagrangian_bound_is_tighter_than_the_lp_and_valid() -> None:
+    """Priced capacity, ``a`` alone cannot stop at 1.5 jobs: the bound falls from the
+    LP's 225,540 to 218,670 (both projects solved), still above the optimum 215,280."""
+    snapshot = a_step_between_jobs()
+    f = apply(build_epoch(snapshot))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(f.model)
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(225_540)
+    lag = lagrangian_bound(
+        f.model, f.coupling_rows(), session.values(), session.duals(), time.perf_counter() + 5.0, lp
+    )
+    assert (lag.branched, lag.closed) == (2, 2)
+    assert lag.bound == pytest.approx(218_670, abs=1.0)
+    optimum = plan_epoch(snapshot, rel_gap=0.0).solver.objective
+    assert optimum == pytest.approx(215_280)
+    assert optimum <= lag.bound < session.objective()
+
+
+def test_lagrangian_bound_with_no_time_is_the_lp_bound() -> None:
+    """Stopped before any project is branched, it is the LP bound (a valid bound)."""
+    f = apply(build_epoch(a_step_between_jobs()))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(f.model)
+    assert session.run(5.0)
+    lag = lagrangian_bound(
+        f.model, f.coupling_rows(), session.values(), session.duals(), time.perf_counter(), lp
+    )
+    assert lag.branched == 0
+    assert lag.bound == pytest.approx(session.objective(), rel=1e-6)

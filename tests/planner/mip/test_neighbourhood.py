@@ -1,0 +1,90 @@
+"""The next neighbourhood frees the job groups where LP and incumbent disagree most,
+counting the utility each project has at stake (:func:`planner.mip._next_neighbourhood`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import planner.mip as planner_mip
+from planner.mip.epoch import build_epoch
+from planner.mip.formulation import Formulation, apply
+from planner.mip.model import LinearModel
+
+from .conftest import SnapBuilder
+
+
+def two_projects() -> Formulation:
+    """One 2-node pool; ``a`` and ``b`` each owed 8 GPUs with one queued 8-GPU job."""
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=2)
+        .project("a", owed=8)
+        .project("b", owed=8)
+        .queued("a1", "a")
+        .queued("b1", "b")
+        .build()
+    )
+    return apply(build_epoch(snapshot))
+
+
+def lp_and_incumbent(f: Formulation) -> tuple[np.ndarray, np.ndarray]:
+    """Incumbent: nothing runs. LP: 0.1 of ``a1`` and 0.5 of ``b1`` from slice 0, and 100
+    quanta in ``a``'s first utility segment (slope 800): 80,000 at stake for ``a``, none
+    for ``b``. A start's own objective is its bonuses only: 4 slices of 80 quanta at 5,
+    1,600 per member, so 160 at stake in ``a1`` and 800 in ``b1``."""
+    lp = np.zeros(f.model.num_vars)
+    a, b = (next(c.index for c in f.epoch.classes if c.project == p) for p in "ab")
+    lp[f.x[(a, 0, 0)]] = 0.1
+    lp[f.x[(b, 0, 0)]] = 0.5
+    lp[f.u[("a", 0)]] = 100.0
+    return lp, np.zeros(f.model.num_vars, dtype=np.int64)
+
+
+def freed_project(f: Formulation, chosen: list[int]) -> str:
+    (group,) = chosen
+    return f.group_projects()[group]
+
+
+def test_the_project_with_utility_at_stake_is_freed_first() -> None:
+    """With one group to free, it is ``a1``'s: 160 + 80,000 beats ``b1``'s 800."""
+    f = two_projects()
+    lp, incumbent = lp_and_incumbent(f)
+    _, chosen = planner_mip._next_neighbourhood(f, lp, incumbent, 1, {}, 1)
+    assert freed_project(f, chosen) == "a"
+
+
+def test_without_the_stake_the_larger_start_difference_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting only the starts' own objective, ``b1``'s 800 beats ``a1``'s 160."""
+    monkeypatch.setattr(planner_mip, "STAKE_SHARE", 0.0)
+    f = two_projects()
+    lp, incumbent = lp_and_incumbent(f)
+    _, chosen = planner_mip._next_neighbourhood(f, lp, incumbent, 1, {}, 1)
+    assert freed_project(f, chosen) == "b"
+
+
+def test_a_pool_neighbourhood_frees_one_pools_decisions_only() -> None:
+    """Pools ``c`` and ``d``; ``a``'s job may run on either. LP and incumbent differ on
+    both pools (0.5 of ``a1`` on each in the LP, nothing in the incumbent); a pool
+    neighbourhood frees the starts of one pool and keeps the other's fixed."""
+    snapshot = (
+        SnapBuilder()
+        .pool("c", nodes=2)
+        .pool("d", nodes=2)
+        .project("a", owed=8)
+        .queued("a1", "a")
+        .build()
+    )
+    f = apply(build_epoch(snapshot))
+    lp = np.zeros(f.model.num_vars)
+    lp[f.x[(0, 0, 0)]] = 0.5
+    lp[f.x[(0, 1, 0)]] = 0.5
+    incumbent = np.zeros(f.model.num_vars, dtype=np.int64)
+    whole, _ = planner_mip._next_neighbourhood(f, lp, incumbent, 100, {}, 1)
+    one, _ = planner_mip._next_neighbourhood(f, lp, incumbent, 100, {}, 1, by_pool=True)
+
+    def free_pools(sub: LinearModel) -> set[int]:
+        return {p for (_, p, _), v in f.x.items() if sub.lower[v] < sub.upper[v]}
+
+    assert free_pools(whole) == {0, 1}
+    assert len(free_pools(one)) == 1
