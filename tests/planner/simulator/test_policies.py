@@ -164,16 +164,10 @@ def test_mip_holds_a_hole_for_a_waiting_gang_of_an_underserved_project(scenario)
     assert check_result(s, plain) == []
 
 
-def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenario):
-    """Free work does not backfill GPUs the plan starts work on within the next slice.
-
-    2 nodes. The plan at 0 runs A (2 h) on one node and B (5 min) on the other, and
-    starts C there in slice 1 (at 15 min). B ends at 5 min; U (free, 4 GPUs, 1 h) arrives
-    at 6 min: the idle node is C's from 15 min, so U waits (it used to start there at
-    6 min and be evicted by C at 15 min) and starts when C ends at 75 min, never
-    preempted.
-    """
-    s = scenario(
+def _node_freed_in_mid_slice(scenario):
+    """2 nodes: A (2 h) on one, B (5 min) on the other, then C on B's node in slice 1;
+    U (free, 4 GPUs, 1 h) arrives at 6 min."""
+    return scenario(
         [
             {"id": "A", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H,
              "resumable": False},
@@ -186,6 +180,18 @@ def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenari
         ],
         nodes=2,
     )
+
+
+def test_mip_free_backfill_keeps_off_gpus_a_start_needs_within_the_slice(scenario):
+    """Free work does not backfill GPUs the plan starts work on within the next slice.
+
+    2 nodes. The plan at 0 runs A (2 h) on one node and B (5 min) on the other, and
+    starts C there in slice 1 (at 15 min). B ends at 5 min; U (free, 4 GPUs, 1 h) arrives
+    at 6 min: the idle node is C's from 15 min, so U waits (it used to start there at
+    6 min and be evicted by C at 15 min) and starts when C ends at 75 min, never
+    preempted.
+    """
+    s = _node_freed_in_mid_slice(scenario)
     # Without early starts: C would otherwise take the idle node at 5 min itself.
     r = simulate(s, "mip", days=2 / 24, time_limit=5.0, early_starts=False)
     jobs = r.jobs.set_index("job")
@@ -203,19 +209,7 @@ def test_mip_starts_a_later_planned_start_early_on_its_freed_nodes(scenario):
     instead of the node idling for 10 minutes; U (free, arrives at 6 min) finds no room
     and starts when C ends, never preempted.
     """
-    s = scenario(
-        [
-            {"id": "A", "project": "a", "gpus": 8, "duration": 2 * H, "min_runtime": H,
-             "resumable": False},
-            {"id": "B", "project": "a", "gpus": 8, "duration": 300.0, "min_runtime": 300.0,
-             "resumable": False},
-            {"id": "C", "project": "a", "gpus": 8, "duration": H, "min_runtime": H,
-             "resumable": False},
-            {"id": "U", "project": "a", "gpus": 4, "duration": H, "min_runtime": 0,
-             "submit": 360.0},
-        ],
-        nodes=2,
-    )
+    s = _node_freed_in_mid_slice(scenario)
     r = simulate(s, "mip", days=2 / 24, time_limit=5.0)
     jobs = r.jobs.set_index("job")
     ev = r.events
