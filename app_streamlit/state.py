@@ -353,6 +353,14 @@ def program_of(path: str) -> str:
     return path.split("/", 1)[0]
 
 
+#: What an allocation column means, from :func:`allocation_table` (both tables that show one).
+ALLOCATION_WORDS = (
+    "The unit's share of the whole cluster over the simulated period, before demand caps "
+    "it: what it would get if its work could use all of it. What a unit is *owed* is this, "
+    "capped hour by hour by its demand (the what-if shows it)."
+)
+
+
 def allocation_table(current: Scenario, edited: Scenario, days: float) -> pd.DataFrame:
     """Per org unit: share of the parent and of the cluster, now and edited, and the
     H100-eq GPU-hours that share of the cluster is over the period (the *allocation*,

@@ -358,9 +358,7 @@ def _programs_before_after(s: Scenario, edits: dict[str, float], days: float) ->
         column_config={
             "Allocation, edited (GPU-h)": st.column_config.NumberColumn(
                 format="localized",
-                help="The share of the whole cluster over the period, before demand caps it: "
-                "what the unit would get if its work could use all of it. Owed (after the "
-                "what-if) caps it hour by hour by the unit's demand.",
+                help=state.ALLOCATION_WORDS,
             )
         },
     )
@@ -794,9 +792,7 @@ def budgets_page(loaded: LoadedScenario, days: float, edits: dict[str, float]) -
         column_config={
             "Allocation edited (GPU-h)": st.column_config.NumberColumn(
                 format="localized",
-                help="The unit's share of the whole cluster over the simulated period, before "
-                "demand caps it. What a unit is *owed* is this, capped hour by hour by its "
-                "demand (the what-if shows it).",
+                help=state.ALLOCATION_WORDS,
             )
         },
     )
