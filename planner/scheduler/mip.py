@@ -229,7 +229,7 @@ class MipPolicy:
         plan = self.plan
         if plan is None:
             return
-        k = min(self.slice_index, len(plan.slices) - 1)
+        k = self._current_slice()
         sl = plan.slices[k]
         want = {a.job: a for a in sl.assignments}
         self.want = want
@@ -303,18 +303,14 @@ class MipPolicy:
             # placed on other nodes a moment ago is not evicted again.
             movable = [e.runs[i] for i in blockers
                        if i not in self.known_running and e.runs[i].job.id not in self.want]
-            if movable and self.lazy_stops:
-                # Idle GPUs no other planned start needs, before evicting anyone: the
-                # plan cannot move running work, so it often puts a gang on the nodes of
-                # work it stops while whole nodes idle elsewhere (measured on ai2-like:
-                # 86% of the plan's preemptions, the victim back minutes later).
-                alt = self._idle_hole(run, ps)
-                if alt is not None:
-                    e.start(run, pool, alt, charged=a.charged, detail=(
-                        "charged" if a.charged and run.job.allocated else "unallocated"))
-                    self._stale = True
-                    return True
-            if movable and all(self._may_preempt(v, for_plan=True) for v in movable):
+            # With lazy stops, idle GPUs no other planned start needs come before evicting
+            # anyone: the plan cannot move running work, so it often puts a gang on the
+            # nodes of work it stops while whole nodes idle elsewhere (measured on
+            # ai2-like: 86% of the plan's preemptions, the victim back minutes later).
+            idle = self._idle_hole(run, ps) if movable and self.lazy_stops else None
+            if idle is not None:
+                nodes, ok = idle, True
+            elif movable and all(self._may_preempt(v, for_plan=True) for v in movable):
                 for v in movable:
                     e.preempt(v, f"plan: {run.job.id} needs its nodes")
                 ok = all(
@@ -336,19 +332,22 @@ class MipPolicy:
         self._stale = True
         return True
 
+    def _reserved_gpus(self, node: str, before: float, fast: bool = False) -> int:
+        """GPUs of ``node`` the plan's queued starts need before ``before`` (in the fast
+        lane, only those of funded starts: free work can wait for a debug job)."""
+        return sum(g for t, g, funded in self.reserved.get(node, ())
+                   if t < before and (funded or not fast))
+
     def _idle_hole(self, run: JobRun, ps: Any) -> tuple[str, ...] | None:
         """Nodes of ``ps`` off held nodes where ``run`` fits on GPUs idle now that no other
-        planned start of this epoch needs."""
-        free: dict[str, int] = {}
-        for n, f in ps.open_free.items():
-            if n in self.held:
-                continue
-            # Every queued planned start's reservation counts (this start's own too, on
-            # its planned nodes: conservative).
-            need = sum(g for _, g, _ in self.reserved.get(n, ()))
-            if f > need:
-                free[n] = f - need
-        return place_gang(free, ps.size, run.job.gpus)
+        planned start of this epoch needs (this start's own reservation, on its planned
+        nodes, counts too: conservative)."""
+        free = {n: f for n, f in ps.open_free.items() if n not in self.held}
+        return place_gang(self._unreserved(free, run, until=math.inf), ps.size, run.job.gpus)
+
+    def _current_slice(self) -> int:
+        assert self.plan is not None
+        return min(self.slice_index, len(self.plan.slices) - 1)
 
     def _start_early(self) -> None:
         """Start planned work of a later slice of this epoch now, on its planned nodes,
@@ -371,17 +370,13 @@ class MipPolicy:
             if not nodes or any(n not in cl.nodes or n in cl.drained or n in self.held for n in nodes):
                 continue
             per_node = run.job.gpus if len(nodes) == 1 else cl.nodes[nodes[0]].size
-            if all(
-                cl.free[n] - sum(g for t, g, _ in self.reserved.get(n, ()) if t < at) >= per_node
-                for n in nodes
-            ):
+            if all(cl.free[n] - self._reserved_gpus(n, at) >= per_node for n in nodes):
                 e.start(run, Pool(a.cluster, a.gpu_type), nodes, charged=a.charged,
                         detail=("charged" if a.charged and run.job.allocated else "unallocated")
                         + " early")
                 started = True
         if started:
-            assert self.plan is not None
-            self._reserve(min(self.slice_index, len(self.plan.slices) - 1))
+            self._reserve(self._current_slice())
 
     # -- holes for large gangs ----------------------------------------------------------
 
@@ -632,7 +627,7 @@ class MipPolicy:
                     self._start_planned(run, a)
             if self._stale and self.plan is not None:
                 # A planned job started (maybe on other nodes): its reservation is gone.
-                self._reserve(min(self.slice_index, len(self.plan.slices) - 1))
+                self._reserve(self._current_slice())
             if self.early_starts and self.later and e.cluster.total_free > 0:
                 self._start_early()
         if not dirty and not new:
@@ -655,9 +650,11 @@ class MipPolicy:
         if self.funded_lane and e.preemptible_gpus:
             self._funded_lane()
 
-    def _unreserved(self, free: dict[str, int], run: JobRun, fast: bool = False) -> dict[str, int]:
+    def _unreserved(
+        self, free: dict[str, int], run: JobRun, fast: bool = False, until: float | None = None
+    ) -> dict[str, int]:
         """Free GPUs ``run`` may backfill: those no planned start needs before the plan
-        could take them back from it.
+        could take them back from it (or before ``until``, when given).
 
         Unallocated work may be preempted at any time, but a start the plan makes within
         the next slice would evict it again minutes later and it would pay the restart
@@ -670,17 +667,17 @@ class MipPolicy:
         """
         job = run.job
         now = self.engine.now
-        if not job.allocated:
-            until = now + self.slice_len
-        else:
-            until = now + job.min_runtime if job.resumable else math.inf
-        if fast and math.isfinite(run.remaining):
-            until = min(until, now + run.remaining)
+        if until is None:
+            if not job.allocated:
+                until = now + self.slice_len
+            else:
+                until = now + job.min_runtime if job.resumable else math.inf
+            if fast and math.isfinite(run.remaining):
+                until = min(until, now + run.remaining)
         out: dict[str, int] = {}
         res = self.reserved
         for n, f in free.items():
-            need = sum(g for t, g, funded in res.get(n, ()) if t < until and (funded or not fast)) \
-                if n in res else 0
+            need = self._reserved_gpus(n, until, fast) if n in res else 0
             if f > need:
                 out[n] = f - need
         return out
