@@ -521,8 +521,11 @@ class MipPolicy:
         preempted twice within a slice (a first start may be displaced at once). A pass
         is asked for when the first spared job becomes a victim again."""
         now = self.engine.now
-        if v.restarts > 0 and now - v.run_start < self.slice_len:
-            until = v.run_start + self.slice_len
+        # One expression for the end of the spared time, compared and woken at: with
+        # float times, ``now - run_start < slice`` can hold at ``run_start + slice``
+        # itself, and the wake for that instant then repeats forever.
+        until = v.run_start + self.slice_len
+        if v.restarts > 0 and now < until:
             if until < self._spare_wake or self._spare_wake <= now:
                 self._spare_wake = until
                 self.engine.wake_at(until, ("spare", 0))

@@ -225,3 +225,23 @@ def test_lazy_stops_still_empty_a_held_hole() -> None:
     core.step(H + SLICE, [])
     log = [(t, ev, job) for t, ev, job, *_ in core.log]
     assert (H + SLICE, "preempt", "U") in log
+
+
+def test_a_job_restarted_at_a_float_time_is_spared_for_exactly_one_slice() -> None:
+    """Restarted at a time t where ``(t + 900) - t < 900`` in floats (arrival times of a
+    what-if replicate are such floats), the job is a victim again at ``t + 900``. It used
+    to stay spared there, and the wake asked for that instant repeated forever."""
+    t = 15774.467022710263
+    assert (t + SLICE) - t < SLICE
+    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+                "resumable": True}], nodes=1, shares={"a": 1})
+    policy = HandPlanned(_two_slices((), ()))
+    core = Scheduler(s, policy)
+    core.step(0.0, [Event(SUBMIT, "U")])
+    u = core.by_id["U"]
+    u.restarts, u.run_start = 1, t
+    core.now = t + SLICE - 1.0
+    assert policy._young(u)
+    assert core.next_timer() <= t + SLICE
+    core.now = t + SLICE
+    assert not policy._young(u)
