@@ -31,6 +31,9 @@ from planner.scheduler.state import JobRun
 
 __all__ = ["EVENT_COLUMNS", "Engine", "ProgressFn"]
 
+#: Steps at one simulated instant after which a run stops as stuck in a loop.
+STUCK_STEPS = 10_000
+
 ProgressFn = Callable[[float, float], None]
 """Called as simulated time advances: ``(hours done, hours in all)``."""
 
@@ -119,10 +122,21 @@ class Engine:
         report = self._reporter(total_h)
         shown = 0
         heap = self._heap
+        last_t, repeats = -math.inf, 0
         while True:
             t = min(heap[0][0] if heap else math.inf, core.next_timer())
             if t >= self.horizon:
                 break
+            # A step handles every event and timer due by t, so steps at one instant
+            # repeat only while the policy asks to be woken at that same instant: a
+            # loop (one ran forever on float times), which must fail, not hang.
+            repeats = repeats + 1 if t == last_t else 0
+            last_t = t
+            if repeats >= STUCK_STEPS:
+                raise RuntimeError(
+                    f"the {self.policy.name} policy asked to be woken at t = {t!r} s "
+                    f"{STUCK_STEPS:,} times over without time moving on"
+                )
             events: list[Event] = []
             while heap and heap[0][0] == t:
                 events.append(heapq.heappop(heap)[3])
