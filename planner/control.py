@@ -72,6 +72,7 @@ from planner.scheduler import (
     SUBMIT,
     Event,
     Scheduler,
+    current_plan,
     maintenance_events,
     make_policy,
 )
@@ -472,8 +473,8 @@ class ControlLoop:
                 self._reasons[line.job] = line.text
 
     def _counters(self, core: Scheduler) -> SchedulerCounters:
-        plan = getattr(core.policy, "plan", None)
-        solver = plan.solver if isinstance(plan, Plan) else None
+        plan = current_plan(core.policy)
+        solver = plan.solver if plan is not None else None
         return SchedulerCounters(
             plan_seconds=solver.seconds if solver is not None else None,
             gap=solver.gap if solver is not None else None,
@@ -507,8 +508,8 @@ class ControlLoop:
             del summary.decisions[:-LOG_KEEP]
         self._logged = len(core.log)
         summary.counts = dict(self._counts)
-        plan = getattr(core.policy, "plan", None)
-        if isinstance(plan, Plan) and (not summary.plans or summary.plans[-1] is not plan):
+        plan = current_plan(core.policy)
+        if plan is not None and (not summary.plans or summary.plans[-1] is not plan):
             summary.plans.append(plan)
             del summary.plans[:-PLANS_KEEP]
 

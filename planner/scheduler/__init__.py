@@ -24,6 +24,7 @@ from planner.scheduler.core import (
     Policy,
     Scheduler,
     candidate_pools,
+    current_plan,
     maintenance_events,
     try_place,
 )
@@ -32,5 +33,5 @@ from planner.scheduler.policies import OPTIONS, POLICY_NAMES, make_policy, polic
 __all__ = [
     "CHARGE", "CONTRACT", "DECISIONS", "DRAIN_END", "DRAIN_START", "EVENT_COLUMNS", "FINISH",
     "OPTIONS", "POLICY_NAMES", "SUBMIT", "WAKE", "Accounting", "Event", "Policy", "Scheduler",
-    "candidate_pools", "maintenance_events", "make_policy", "policy_options", "try_place",
+    "candidate_pools", "current_plan", "maintenance_events", "make_policy", "policy_options", "try_place",
 ]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from models import Job, JobState, Pool, ProjectStanding, Scenario, Snapshot
+from models import Job, JobState, Plan, Pool, ProjectStanding, Scenario, Snapshot
 from planner.budgets import UsageMeter
 from planner.fairshare import job_rate, org_at, standings, water_fill
 from planner.ledger import Ledger
@@ -598,8 +598,15 @@ def try_place(
     return None
 
 
+def current_plan(policy: Policy) -> Plan | None:
+    """The plan ``policy`` executes now (``mip``); ``None`` for the policies without one,
+    or before the first plan."""
+    plan = getattr(policy, "plan", None)
+    return plan if isinstance(plan, Plan) else None
+
+
 __all__ = [
     "CHARGE", "CONTRACT", "DECISIONS", "DRAIN_END", "DRAIN_START", "EVENT_COLUMNS", "FINISH",
     "SUBMIT", "WAKE", "Accounting", "Event", "Policy", "Scheduler", "candidate_pools",
-    "maintenance_events", "try_place",
+    "current_plan", "maintenance_events", "try_place",
 ]

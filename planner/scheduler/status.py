@@ -27,7 +27,7 @@ from models import (
 )
 from planner import reasons
 from planner.fairshare import org_at
-from planner.scheduler.core import Scheduler
+from planner.scheduler.core import Scheduler, current_plan
 from planner.scheduler.queues import within_project
 from planner.scheduler.state import JobRun
 
@@ -61,9 +61,8 @@ def _because(detail: str, nodes: str) -> str:
 
 def _pending(core: Scheduler) -> dict[str, tuple[PendingReason, str]]:
     """The last plan's reason for each job it left waiting (``mip`` only)."""
-    plan = getattr(core.policy, "plan", None)
-    pending = getattr(plan, "pending", ())
-    return {p.job: (p.reason, p.detail) for p in pending}
+    plan = current_plan(core.policy)
+    return {p.job: (p.reason, p.detail) for p in (plan.pending if plan is not None else ())}
 
 
 def _reason(core: Scheduler, run: JobRun, ahead: int,
