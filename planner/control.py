@@ -41,7 +41,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from models import (
     Action,
@@ -441,19 +441,12 @@ class ControlLoop:
                 self._report_decisions(core, summary)
 
     def _apply_retrying(self, plan: Plan) -> ApplyReport | None:
-        delay = self.retry_backoff
-        deadline = self.now() + self.scenario.policy.slice_length
-        while True:
-            try:
-                return self.executor.apply(plan, 0)
-            except ExecutorUnavailable as exc:
-                if self.now() + delay >= deadline:
-                    self.progress(f"not applied, controller unreachable: {exc}")
-                    return None
-                self.progress(f"controller unreachable, retrying in {delay:g}s")
-                self._retries += 1
-                self.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+        """Apply ``plan``, retrying while the controller is unreachable, but not past the
+        slice it is for (``None``: not applied; the next slice's plan supersedes it)."""
+        return self._retry(
+            functools.partial(self.executor.apply, plan, 0),
+            deadline=self.now() + self.scenario.policy.slice_length,
+        )
 
     def _publish(self, core: Scheduler) -> None:
         """Publish the live status; tell the cluster each job's state line when it changed."""
@@ -515,12 +508,25 @@ class ControlLoop:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _retry(self, call: Callable[[], _T]) -> _T:
+    @overload
+    def _retry(self, call: Callable[[], _T]) -> _T: ...
+
+    @overload
+    def _retry(self, call: Callable[[], _T], deadline: float) -> _T | None: ...
+
+    def _retry(self, call: Callable[[], _T], deadline: float | None = None) -> _T | None:
+        """``call()``, retried with doubling waits while the controller is unreachable:
+        until it answers, or a stop is asked for (the error is raised; with a
+        ``deadline``, ``None`` is returned), or the next wait would pass ``deadline``
+        (``None``)."""
         delay = self.retry_backoff
         while True:
             try:
                 return call()
             except ExecutorUnavailable as exc:
+                if deadline is not None and (self._stop or self.now() + delay >= deadline):
+                    self.progress(f"not applied, controller unreachable: {exc}")
+                    return None
                 if self._stop:
                     raise
                 self.progress(f"controller unreachable, retrying in {delay:g}s: {exc}")

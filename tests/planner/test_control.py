@@ -186,6 +186,39 @@ def test_unreachable_controller_is_retried_with_backoff(tiny: Scenario) -> None:
     assert summary.reports and all(r.ok for r in summary.reports)
 
 
+def test_a_stop_ends_the_retries_of_an_apply_at_once(tiny: Scenario) -> None:
+    """With the controller unreachable for applies, a stop asked for during the first
+    wait ends the retrying (the plan is not applied) instead of retrying to the end of
+    the slice, and the loop stops with its usage recorded."""
+    clock = FakeTime()
+    inner = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    for job in tiny.jobs[:2]:
+        inner.submit(job)
+    flaky = Flaky(inner, down=0)
+    applies = []
+
+    def apply(plan: Plan, slice_index: int) -> ApplyReport:
+        applies.append(clock.t)
+        raise ExecutorUnavailable("controller down")
+
+    flaky.apply = apply  # type: ignore[method-assign]
+    lines: list[str] = []
+    ledger = Ledger()
+    loop = _loop(tiny, flaky, ledger, clock, progress=lines.append)
+
+    def sleep(seconds: float) -> None:
+        if applies:
+            loop.request_stop()
+        clock.sleep(seconds)
+
+    loop.sleep = sleep
+    summary = loop.run(epochs=1)
+    assert len(applies) == 2  # the first try and one retry, then the stop
+    assert summary.stopped and not summary.reports
+    assert any("not applied" in line for line in lines)
+    assert _covered(ledger) and _covered(ledger)[0][0] == 0.0
+
+
 def test_arrivals_are_submitted_when_their_time_comes(tiny: Scenario) -> None:
     """Each scenario job is submitted at its submit time (j3 at 10 min, j4 at 15 min), not
     at an epoch boundary."""
