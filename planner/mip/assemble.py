@@ -343,10 +343,14 @@ def fill_gaps(
         for heap_of in shapes.values():
             heapq.heapify(heap_of)
     dead: set[int] = set()  # classes none of whose members fits any more
+    # Each project's gain per quantum by shape: it changes only when the project starts
+    # a job (start_gain reads only the project's own state), so it is kept until then.
+    gains: dict[str, dict[Shape, float]] = {}
 
     def best(project: str) -> tuple[float, Shape] | None:
         """The project's best shape now and its gain per quantum."""
         top: tuple[float, Entry, Shape] | None = None
+        known = gains.setdefault(project, {})
         for shape in list(waiting[project]):
             heap_of = waiting[project][shape]
             while heap_of and heap_of[0][4] // 1_000_000 in dead:
@@ -354,8 +358,11 @@ def fill_gaps(
             if not heap_of:
                 del waiting[project][shape]
                 continue
-            allocated, urgent, wq, span = shape
-            d = start_gain(epoch, state, project, allocated, urgent, wq, span) / max(span * wq, 1)
+            d = known.get(shape)
+            if d is None:
+                allocated, urgent, wq, span = shape
+                d = start_gain(epoch, state, project, allocated, urgent, wq, span) / max(span * wq, 1)
+                known[shape] = d
             if top is None or d > top[0] or (d == top[0] and heap_of[0] < top[1]):
                 top = (d, heap_of[0], shape)
         return None if top is None else (top[0], top[2])
@@ -382,6 +389,7 @@ def fill_gaps(
         else:
             out.append(started)
             state.add(epoch, started)
+            gains.pop(project, None)
         nxt = best(project)
         if nxt is not None:
             heapq.heappush(heap, (-nxt[0], project))

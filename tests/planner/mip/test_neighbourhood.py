@@ -88,3 +88,65 @@ def test_a_pool_neighbourhood_frees_one_pools_decisions_only() -> None:
 
     assert free_pools(whole) == {0, 1}
     assert len(free_pools(one)) == 1
+
+
+def room_for_a() -> tuple[Formulation, np.ndarray, np.ndarray]:
+    """Pools ``c`` and ``d``, 2 nodes of 8 GPUs each. ``a`` (owed 16) waits with one
+    16-GPU gang that may run on either; ``b`` runs ``b1``, ``b2`` on ``c``'s nodes and
+    ``b3`` on one of ``d``'s, all past their contracts, and waits with ``b4`` (8 GPUs).
+    Incumbent: ``b``'s three jobs run all epoch, ``a`` gets nothing. LP: half of ``a``'s
+    gang on ``c`` from slice 0 and 100 quanta in ``a``'s first utility segment."""
+    snapshot = (
+        SnapBuilder()
+        .pool("c", nodes=2)
+        .pool("d", nodes=2)
+        .project("a", owed=16)
+        .project("b", owed=8)
+        .queued("a1", "a", gpus=16)
+        .queued("b4", "b")
+        .running("b1", ("c-h100-000",), "b", ran=7200.0)
+        .running("b2", ("c-h100-001",), "b", ran=7200.0)
+        .running("b3", ("d-h100-000",), "b", ran=7200.0)
+        .build()
+    )
+    f = apply(build_epoch(snapshot))
+    c_pool = next(p.index for p in f.epoch.pools if p.cluster == "c")
+    a = next(c.index for c in f.epoch.classes if c.project == "a")
+    lp = np.zeros(f.model.num_vars)
+    incumbent = np.zeros(f.model.num_vars, dtype=np.int64)
+    for var in f.z.values():
+        lp[var] = incumbent[var] = 1
+    lp[f.x[(a, c_pool, 0)]] = 0.5
+    lp[f.u[("a", 0)]] = 100.0
+    return f, lp, incumbent
+
+
+def test_a_focus_neighbourhood_frees_the_short_project_and_its_pools_runs() -> None:
+    """The focus is ``a`` (800 per quantum at stake, ``b`` none) on pool ``c``: ``a1``'s
+    starts are free on both pools over their whole range, ``b1``'s and ``b2``'s slices
+    may stop to make room, ``b3`` (pool ``d``) and ``b4`` (started nowhere, in neither
+    LP nor incumbent) stay fixed."""
+    f, lp, incumbent = room_for_a()
+    found = planner_mip._focus_neighbourhood(f, lp, incumbent, {})
+    assert found is not None
+    sub, project, pool, _ = found
+    assert (project, f.epoch.pools[pool].cluster) == ("a", "c")
+
+    def free(var: int) -> bool:
+        return sub.lower[var] < sub.upper[var]
+
+    a_vars = [v for (c, _, _), v in f.x.items() if f.epoch.classes[c].project == "a"]
+    assert {f.epoch.pools[p].cluster for (c, p, _) in f.x if f.epoch.classes[c].project == "a"} == {"c", "d"}
+    assert all(free(v) and sub.lower[v] == 0 and sub.upper[v] == f.model.upper[v] for v in a_vars)
+    by_job = {f.epoch.running[j].id: [v for (jj, _), v in f.z.items() if jj == j] for j in range(len(f.epoch.running))}
+    assert all(free(v) for v in by_job["b1"] + by_job["b2"])
+    assert not any(free(v) for v in by_job["b3"])
+    b4_vars = [v for (c, _, _), v in f.x.items() if f.epoch.classes[c].project == "b"]
+    assert b4_vars and not any(free(v) for v in b4_vars)
+
+
+def test_no_focus_when_no_project_is_short() -> None:
+    """With the incumbent's utility equal to the LP's, no project is short: no focus."""
+    f, lp, incumbent = room_for_a()
+    lp[f.u[("a", 0)]] = 0.0
+    assert planner_mip._focus_neighbourhood(f, lp, incumbent, {}) is None
