@@ -591,14 +591,30 @@ def _next_neighbourhood(
             break
         chosen.append(int(i))
         for v in groups[i]:
-            lo = min(math.floor(lp_values[v] + 1e-6), int(incumbent[v])) - 1
-            hi = max(math.ceil(lp_values[v] - 1e-6), int(incumbent[v])) + 1
-            lower[v] = max(m.lower[v], lo)
-            upper[v] = min(m.upper[v], hi)
+            lower[v], upper[v] = _around(m, v, lp_values, incumbent)
             total += 1
+    return _sub_model(form, lower, upper, incumbent), chosen
+
+
+def _around(
+    m: LinearModel, v: int, lp_values: npt.NDArray[np.float64], incumbent: npt.NDArray[np.int64]
+) -> tuple[int, int]:
+    """Bounds of a freed decision in a neighbourhood: within one of both its LP value
+    and its incumbent value (and the model's own bounds)."""
+    lo = min(math.floor(lp_values[v] + 1e-6), int(incumbent[v])) - 1
+    hi = max(math.ceil(lp_values[v] - 1e-6), int(incumbent[v])) + 1
+    return max(m.lower[v], lo), min(m.upper[v], hi)
+
+
+def _sub_model(
+    form: Formulation, lower: list[int], upper: list[int], incumbent: npt.NDArray[np.int64]
+) -> LinearModel:
+    """The neighbourhood with these bounds (the auxiliary variables free), hinted with
+    the incumbent."""
+    m = form.model
     for v in form.loose():
         lower[v], upper[v] = m.lower[v], m.upper[v]
-    sub = LinearModel(
+    return LinearModel(
         names=m.names,
         lower=lower,
         upper=upper,
@@ -607,7 +623,6 @@ def _next_neighbourhood(
         objective_offset=m.objective_offset,
         hint={v: int(x) for v, x in enumerate(incumbent)},
     )
-    return sub, chosen
 
 
 def _focus_neighbourhood(
@@ -655,23 +670,11 @@ def _focus_neighbourhood(
         if epoch.classes[c].project == project:
             lower[var], upper[var] = m.lower[var], m.upper[var]
         elif p == pool and (incumbent[var] > 0 or lp_values[var] > 1e-6):
-            lower[var] = max(m.lower[var], min(math.floor(lp_values[var] + 1e-6), int(incumbent[var])) - 1)
-            upper[var] = min(m.upper[var], max(math.ceil(lp_values[var] - 1e-6), int(incumbent[var])) + 1)
+            lower[var], upper[var] = _around(m, var, lp_values, incumbent)
     for (j, _), var in form.z.items():
         if epoch.running[j].pool == pool or epoch.running[j].state.job.project == project:
             lower[var], upper[var] = m.lower[var], m.upper[var]
-    for v in form.loose():
-        lower[v], upper[v] = m.lower[v], m.upper[v]
-    sub = LinearModel(
-        names=m.names,
-        lower=lower,
-        upper=upper,
-        constraints=m.constraints,
-        objective=m.objective,
-        objective_offset=m.objective_offset,
-        hint={v: int(x) for v, x in enumerate(incumbent)},
-    )
-    return sub, project, pool, short[project]
+    return _sub_model(form, lower, upper, incumbent), project, pool, short[project]
 
 
 def _decomposed(

@@ -4,12 +4,14 @@ the rows projects share, each project's own problem is branched; valid and tight
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from models import Snapshot
 from planner.mip import plan_epoch
 from planner.mip.backends import lp_backend
+from planner.mip.backends.base import LpCapable
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.relax import lagrangian_bound, lp_available
@@ -65,17 +67,23 @@ def test_lagrangian_bound_with_no_time_is_the_lp_bound() -> None:
     assert lag.bound == pytest.approx(session.objective(), rel=1e-6)
 
 
-def test_a_deeper_pass_closes_the_projects_the_first_left_open() -> None:
-    """With only the root LPs in the first pass (``nodes=-1``: no branching), ``a`` and
-    ``b`` stay open at their LP values, the LP bound 225,540; a second pass of 10
-    branchings on the open parts (allowed whatever share closed: ``close_share=0``)
-    closes both and reaches the bound of the full branching, 218,670."""
+def _step_lp() -> tuple[tuple[Any, ...], LpCapable]:
+    """The step instance's model, coupling rows and LP optimum (values and duals), and the
+    LP backend that solved it."""
     f = apply(build_epoch(a_step_between_jobs()))
     lp = lp_backend()
     assert lp is not None
     session = lp.open_lp(f.model)
     assert session.run(5.0)
-    args = (f.model, f.coupling_rows(), session.values(), session.duals())
+    return (f.model, f.coupling_rows(), session.values(), session.duals()), lp
+
+
+def test_a_deeper_pass_closes_the_projects_the_first_left_open() -> None:
+    """With only the root LPs in the first pass (``nodes=-1``: no branching), ``a`` and
+    ``b`` stay open at their LP values, the LP bound 225,540; a second pass of 10
+    branchings on the open parts (allowed whatever share closed: ``close_share=0``)
+    closes both and reaches the bound of the full branching, 218,670."""
+    args, lp = _step_lp()
     shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
     assert shallow.closed == 0
     assert shallow.bound == pytest.approx(225_540, abs=1.0)
@@ -89,12 +97,7 @@ def test_a_deeper_pass_closes_the_projects_the_first_left_open() -> None:
 def test_no_deeper_pass_when_too_few_parts_closed() -> None:
     """The second pass runs only where at least ``close_share`` (40%) of the branched
     parts closed: with none closed, the root LPs' bound 225,540 stays."""
-    f = apply(build_epoch(a_step_between_jobs()))
-    lp = lp_backend()
-    assert lp is not None
-    session = lp.open_lp(f.model)
-    assert session.run(5.0)
-    args = (f.model, f.coupling_rows(), session.values(), session.duals())
+    args, lp = _step_lp()
     gated = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1, deeper=10)
     assert gated.closed == 0
     assert gated.bound == pytest.approx(225_540, abs=1.0)
