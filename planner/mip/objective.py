@@ -27,8 +27,15 @@ URGENT_BONUS = 5
 #: Aging: per quantum per aging bucket (doubled for multi-node gangs).
 AGING_BONUS = 1
 #: A preemption costs this many slices of the victim's work at the base slope, plus the
-#: restart overhead (or, for non-resumable work, the progress lost).
-PREEMPT_SLICES = 0.5
+#: restart overhead (or, for non-resumable work, the progress lost). 4, not 0.5: measured
+#: with benchmarks/outcomes.py, both in one window (docs/metrics.md), preemptions fell on
+#: philly-week 3,968 -> 2,636, ai2-like 4,517 -> 3,408 and bursty-debug 174 -> 141
+#: (gang-heavy 81 -> 82), Philly occupancy rose to fairshare's and above, while the worst
+#: project moved 0.645 -> 0.594 (Philly), 0.704 -> 0.666 (ai2-like), still 2-4 times
+#: fairshare's.
+PREEMPT_SLICES = 4.0
+#: Cap of a preemption's cost, in slices (with PREEMPT_SLICES, the overhead or progress
+#: lost counts up to 4 slices).
 MAX_LOSS_SLICES = 8.0
 
 

@@ -75,7 +75,7 @@ CASES = {
     ),
     # A running job past its contract, of a project far above its share (ratio 3,
     # weight 0.5), yields the node to a project at ratio 0 (weight 2): preempted at once.
-    # a: 160*1600 + 160*800 = 384000; work 1600; preemption 80*100*(0.5 + 120/900) = 5067.
+    # a: 160*1600 + 160*800 = 384000; work 1600; preemption 80*100*(4 + 120/900) = 33067.
     "preempt": (
         lambda s: s()
         .pool()
@@ -84,7 +84,7 @@ CASES = {
         .running("r1", ("c-h100-000",), "b", ran=7200.0, resumable=True)
         .queued("a1", "a")
         .build(),
-        380_533,
+        352_533,
         {"a1": [0, 1, 2, 3], "r1": []},
     ),
     # Free work inside its owed share beats charged work borrowed past a share: a (owed 8)
