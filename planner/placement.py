@@ -60,6 +60,12 @@ def place_gang(
     return None
 
 
+def per_node_gpus(gpus: int, nodes: tuple[str, ...], node_size: int) -> int:
+    """GPUs a gang placed on ``nodes`` takes on each: all of them on a single node, the
+    whole node when it spans several."""
+    return gpus if len(nodes) == 1 else node_size
+
+
 def gpus_taken(gpus: int, gpus_per_node: int) -> int:
     """GPUs a gang occupies: all GPUs of its nodes when it spans several."""
     if gpus <= gpus_per_node:

@@ -36,7 +36,7 @@ from models import Job, JobState, Plan, Pool, ProjectStanding, Scenario, Snapsho
 from planner.budgets import UsageMeter
 from planner.fairshare import job_rate, org_at, standings, water_fill
 from planner.ledger import Ledger
-from planner.placement import nodes_needed, place_gang
+from planner.placement import nodes_needed, per_node_gpus, place_gang
 from planner.scheduler.state import ClusterState, JobRun, PoolState, wait_class
 from planner.snapshot import build_snapshot, maintenance_nodes
 
@@ -445,7 +445,7 @@ class Scheduler:
             if n in self.cluster.drained:
                 raise RuntimeError(f"job {run.job.id} placed on drained node {n}")
         size = self.cluster.nodes[nodes[0]].size
-        per_node = run.job.gpus if len(nodes) == 1 else size
+        per_node = per_node_gpus(run.job.gpus, nodes, size)
         if len(nodes) != nodes_needed(run.job.gpus, size):
             raise RuntimeError(f"job {run.job.id}: {len(nodes)} nodes for a gang of {run.job.gpus}")
         self.cluster.take(nodes, per_node, run.index)

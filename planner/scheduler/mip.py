@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from models import NodeState, Plan, Pool
-from planner.placement import place_gang
+from planner.placement import per_node_gpus, place_gang
 from planner.scheduler.core import Scheduler, candidate_pools
 from planner.scheduler.queues import (
     Shape,
@@ -279,7 +279,7 @@ class MipPolicy:
                 seen.add(a.job)
                 if later.start > e.now:
                     self.later.append((later.start, a))
-                per_node = a.gpus if len(a.nodes) == 1 else e.cluster.nodes[a.nodes[0]].size
+                per_node = per_node_gpus(a.gpus, a.nodes, e.cluster.nodes[a.nodes[0]].size)
                 for n in a.nodes:
                     self.reserved.setdefault(n, []).append((at, per_node, a.charged))
 
@@ -292,7 +292,7 @@ class MipPolicy:
             return False
         nodes = tuple(a.nodes)
         size = cl.nodes[nodes[0]].size if nodes and nodes[0] in cl.nodes else 0
-        per_node = run.job.gpus if len(nodes) == 1 else size
+        per_node = per_node_gpus(run.job.gpus, nodes, size)
         ok = bool(nodes) and all(
             n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
         )
@@ -327,8 +327,7 @@ class MipPolicy:
                     self.deviations += 1
                 return False
             nodes = alt
-        e.start(run, pool, nodes, charged=a.charged,
-                detail="charged" if a.charged and run.job.allocated else "unallocated")
+        e.start(run, pool, nodes, charged=a.charged, detail=_planned_detail(a, run))
         self._stale = True
         return True
 
@@ -369,11 +368,10 @@ class MipPolicy:
             nodes = tuple(a.nodes)
             if not nodes or any(n not in cl.nodes or n in cl.drained or n in self.held for n in nodes):
                 continue
-            per_node = run.job.gpus if len(nodes) == 1 else cl.nodes[nodes[0]].size
+            per_node = per_node_gpus(run.job.gpus, nodes, cl.nodes[nodes[0]].size)
             if all(cl.free[n] - self._reserved_gpus(n, at) >= per_node for n in nodes):
                 e.start(run, Pool(a.cluster, a.gpu_type), nodes, charged=a.charged,
-                        detail=("charged" if a.charged and run.job.allocated else "unallocated")
-                        + " early")
+                        detail=_planned_detail(a, run) + " early")
                 started = True
         if started:
             self._reserve(self._current_slice())
@@ -701,3 +699,7 @@ class MipPolicy:
                 return True
         return False
 
+
+def _planned_detail(a: Any, run: JobRun) -> str:
+    """The start event's detail of a job started as the plan's assignment ``a`` says."""
+    return "charged" if a.charged and run.job.allocated else "unallocated"

@@ -1,4 +1,4 @@
-from planner.placement import gpus_taken, nodes_needed, place_gang
+from planner.placement import gpus_taken, nodes_needed, per_node_gpus, place_gang
 
 SIZE = {"a": 8, "b": 8, "c": 8}
 
@@ -29,3 +29,8 @@ def test_gpus_taken_rounds_multi_node_up() -> None:
     assert nodes_needed(12, 8) == 2
     assert gpus_taken(12, 8) == 16
     assert gpus_taken(6, 8) == 6
+
+
+def test_a_gang_takes_its_gpus_on_one_node_and_whole_nodes_on_several() -> None:
+    assert per_node_gpus(3, ("n0",), 8) == 3
+    assert per_node_gpus(12, ("n0", "n1"), 8) == 8
