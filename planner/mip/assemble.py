@@ -413,10 +413,15 @@ class FillState:
         p = job.project
         self.work[p] = self.work.get(p, 0) + span * wq
         if job.allocated:
-            cost = epoch.charge_of(wq, job.urgent)
-            n = min(span, max(epoch.headroom_q.get(p, 0) - self.spent.get(p, 0), 0) // cost)
+            n = self.charged_slices(epoch, p, wq, job.urgent, span)
             self.charged[p] = self.charged.get(p, 0) + n * wq
-            self.spent[p] = self.spent.get(p, 0) + n * cost
+            self.spent[p] = self.spent.get(p, 0) + n * epoch.charge_of(wq, job.urgent)
+
+    def charged_slices(self, epoch: Epoch, project: str, wq: int, urgent: bool, span: int) -> int:
+        """Of a funded run of ``span`` slices of ``wq`` quanta, the slices the project's
+        headroom left still pays for (the first ones are charged)."""
+        cost = epoch.charge_of(wq, urgent)
+        return min(span, max(epoch.headroom_q.get(project, 0) - self.spent.get(project, 0), 0) // cost)
 
 
 def _fill_state(epoch: Epoch, board: Board) -> FillState:
@@ -438,10 +443,7 @@ def start_gain(
     """
     target = epoch.target_q.get(project, 0)
     charged = state.charged.get(project, 0)
-    n = 0
-    if allocated:
-        cost = epoch.charge_of(wq, urgent)
-        n = min(span, max(epoch.headroom_q.get(project, 0) - state.spent.get(project, 0), 0) // cost)
+    n = state.charged_slices(epoch, project, wq, urgent, span) if allocated else 0
     gain = float(WORK_BONUS * span * wq)
     gain += utility_gain(epoch, project, charged, n * wq)
     uncharged = (span - n) * wq

@@ -65,8 +65,8 @@ class Formulation:
 
     def group_projects(self) -> list[str]:
         """The project of each of :meth:`groups`, in the same order."""
-        classes = sorted({c for c, _, _ in self.x}, key=list({c: 0 for c, _, _ in self.x}).index)
-        jobs = sorted({j for j, _ in self.z}, key=list({j: 0 for j, _ in self.z}).index)
+        classes = dict.fromkeys(c for c, _, _ in self.x)  # first-seen order, as groups()
+        jobs = dict.fromkeys(j for j, _ in self.z)
         return [self.epoch.classes[c].project for c in classes] + [
             self.epoch.running[j].state.job.project for j in jobs
         ]
