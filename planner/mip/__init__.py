@@ -548,9 +548,7 @@ def _next_neighbourhood(
     m = form.model
     rng = np.random.default_rng(seed)
     groups = form.groups()
-    coef = np.zeros(m.num_vars)
-    for v, c in m.objective.items():
-        coef[v] = abs(c)
+    coef = np.abs(m.objective_vector())
     diff = np.abs(lp_values - incumbent)
     # The utility at stake in each project (its utility variables weighted by their
     # slopes, where LP and incumbent differ): a project the incumbent leaves short of
@@ -645,9 +643,7 @@ def _focus_neighbourhood(
     """
     m = form.model
     epoch = form.epoch
-    coef = np.zeros(m.num_vars)
-    for v, c in m.objective.items():
-        coef[v] = c
+    coef = m.objective_vector()
     short = {
         project: float(np.dot(coef[vs], lp_values[vs] - incumbent[vs]))
         for project, vs in form.project_vars().items()

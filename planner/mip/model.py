@@ -93,6 +93,13 @@ class LinearModel:
         if coef:
             self.objective[var] = self.objective.get(var, 0) + int(coef)
 
+    def objective_vector(self) -> npt.NDArray[np.float64]:
+        """The objective's coefficients as one float per variable (the offset apart)."""
+        out = np.zeros(self.num_vars)
+        for v, coef in self.objective.items():
+            out[v] = coef
+        return out
+
     def value(self, values: npt.NDArray[np.int64]) -> int:
         """The objective at ``values``."""
         return self.objective_offset + sum(c * int(values[v]) for v, c in self.objective.items())

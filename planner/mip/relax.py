@@ -98,9 +98,7 @@ def lagrangian_bound(
     """
     t0 = time.perf_counter()
     n = model.num_vars
-    cost = np.zeros(n)
-    for v, coef in model.objective.items():
-        cost[v] = coef
+    cost = model.objective_vector()
     const = float(model.objective_offset)
     is_coupling = np.zeros(len(model.constraints), dtype=bool)
     is_coupling[coupling] = True

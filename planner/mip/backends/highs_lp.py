@@ -34,12 +34,8 @@ class HighsLp:
         self._offset = model.objective_offset
         self._made = time.perf_counter()
         n = model.num_vars
-        if objective is not None:
-            cost = -np.asarray(objective, dtype=np.float64)  # HiGHS minimizes
-        else:
-            cost = np.zeros(n)
-            for v, coef in model.objective.items():
-                cost[v] = -coef
+        # HiGHS minimizes.
+        cost = -np.asarray(model.objective_vector() if objective is None else objective, dtype=np.float64)
         starts = [0]
         index: list[npt.NDArray[np.int64]] = []
         value: list[npt.NDArray[np.int64]] = []
