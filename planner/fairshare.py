@@ -385,6 +385,18 @@ def fair_share_ratio(charged_gpu_h: float, owed_gpu_h: float) -> float:
     return 0.0 if charged_gpu_h <= 0.0 else MAX_RATIO
 
 
+def window_ratios(ledger: Ledger | None, now: float, policy: Policy) -> dict[str, float]:
+    """Each project's fair-share ratio at ``now``: the ``ratio`` of :func:`standings`
+    alone, without the owed GPUs, deficit and headroom (the greedy policies read only
+    the ratio, at every charge point). Projects with no record in the window are left
+    out: their ratio is 0, as :func:`standings` gives them.
+    """
+    if ledger is None:
+        return {}
+    past = ledger.window_totals(now - policy.lookback, now)
+    return {p: fair_share_ratio(t.charged_gpu_h, t.owed_gpu_h) for p, t in past.items()}
+
+
 def standings(
     org: tuple[OrgUnit, ...],
     demand: Mapping[str, float],

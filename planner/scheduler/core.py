@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Protocol
 
 from models import Job, JobState, Plan, Pool, ProjectStanding, Scenario, Snapshot
 from planner.budgets import UsageMeter
-from planner.fairshare import job_rate, org_at, standings, water_fill
+from planner.fairshare import job_rate, org_at, standings, water_fill, window_ratios
 from planner.ledger import Ledger
 from planner.placement import nodes_needed, per_node_gpus, place_gang
 from planner.scheduler.state import ClusterState, JobRun, PoolState, wait_class
@@ -214,6 +214,11 @@ class Scheduler:
             self.ledger, self.now, self.scenario.policy,
             budget_capacity=self.cluster.capacity_h100,
         )
+
+    def ratios(self) -> dict[str, float]:
+        """Each project's fair-share ratio now (the ``ratio`` of :meth:`standings`;
+        projects left out have ratio 0)."""
+        return window_ratios(self.ledger, self.now, self.scenario.policy)
 
     def snapshot(
         self, standing: dict[str, ProjectStanding] | None = None

@@ -4,8 +4,9 @@ Rules:
 
 - **Order.** Funded work goes first, project by project in ascending order of the
   project's fair-share ratio (delivered allocated time over owed time across the
-  lookback window, from :func:`planner.fairshare.standings` on the run's ledger; ratios
-  are refreshed at every ledger charge point, one slice length apart). Inside a project:
+  lookback window: :func:`planner.fairshare.window_ratios` of the run's ledger, the
+  ratio of :func:`~planner.fairshare.standings` alone; ratios are refreshed at every
+  ledger charge point, one slice length apart). Inside a project:
   urgent first, then priority, then submit time. Any job that fits idle GPUs starts.
 - **Unallocated work** (minimum runtime 0) then fills the GPUs still idle, in the same
   project order; it never preempts.
@@ -29,7 +30,7 @@ from planner.scheduler.queues import (
     Shape,
     ShapeQueues,
     VictimIndex,
-    fair_share_rank,
+    rank_by_ratio,
     victim_level,
     within_project,
 )
@@ -57,8 +58,7 @@ class FairSharePolicy:
     def _refresh(self, now: float) -> None:
         """Re-rank projects from the ledger (called at each charge point)."""
         e = self.engine
-        st = e.standings()
-        self.ratio, self.order = fair_share_rank(e.projects, st)
+        self.ratio, self.order = rank_by_ratio(e.projects, e.ratios())
         self._keys = self._group_keys()
         self.victims.invalidate()
 

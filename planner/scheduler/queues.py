@@ -49,7 +49,15 @@ def fair_share_rank(
 ) -> tuple[dict[str, float], list[str]]:
     """Each project's fair-share ratio and the projects in queue order (lowest ratio
     first, ties by name): the one ranking the greedy passes and the fast lane share."""
-    ratio = {p: (standing[p].ratio if p in standing else 0.0) for p in projects}
+    return rank_by_ratio(projects, {p: s.ratio for p, s in standing.items()})
+
+
+def rank_by_ratio(
+    projects: list[str], ratios: Mapping[str, float]
+) -> tuple[dict[str, float], list[str]]:
+    """:func:`fair_share_rank` from the ratios alone (``Scheduler.ratios``; a project
+    left out has ratio 0)."""
+    ratio = {p: ratios.get(p, 0.0) for p in projects}
     return ratio, sorted(projects, key=lambda p: (ratio[p], p))
 
 

@@ -32,6 +32,7 @@ from planner.fairshare import (
     standings,
     standings_at,
     water_fill,
+    window_ratios,
 )
 from planner.ledger import Ledger, Usage
 from scenarios import load_scenario
@@ -330,6 +331,20 @@ def test_revise_rejects_unknown_unit(tiny: Scenario) -> None:
 
 POLICY = Policy(lookback="7d", epoch="1h")
 NOW = 10 * 86400.0
+
+
+def test_window_ratios_are_the_standings_ratios() -> None:
+    """The ratios alone (what the greedy policies read) equal the standings' ratios;
+    a project with no record in the window is left out, as ratio 0."""
+    with Ledger() as ledger:
+        ledger.record([
+            Usage("research/nlp", NOW - HOUR, NOW, allocated_gpu_h=30, owed_gpu_h=40),
+            Usage("infra", NOW - HOUR, NOW, allocated_gpu_h=20, owed_gpu_h=0),
+        ])
+        full = standings(TINY_ORG, {"research/nlp": 10}, 64, ledger, NOW, POLICY)
+        ratios = window_ratios(ledger, NOW, POLICY)
+    assert ratios == {"research/nlp": 0.75, "infra": 1000.0}
+    assert {p: ratios.get(p, 0.0) for p in full} == {p: s.ratio for p, s in full.items()}
 
 
 def test_standings_without_history() -> None:
