@@ -368,19 +368,20 @@ def fill_gaps(
         return None if top is None else (top[0], top[2])
 
     # A project's gains change only when it starts a job, so the heap's keys stay exact.
-    heap: list[tuple[float, str]] = []
+    # Its entry also holds its best shape: nothing a project's best reads (its waiting
+    # members, its dead classes, its own charged work) changes while another project
+    # takes its turn, so the best found when it was pushed is still its best when popped.
+    # (A project has one entry at a time: the project names break every tie.)
+    heap: list[tuple[float, str, Shape]] = []
     for project in waiting:
         b = best(project)
         if b is not None:
-            heap.append((-b[0], project))
+            heap.append((-b[0], project, b[1]))
     heapq.heapify(heap)
     out: list[Run] = []
     while heap:
-        _, project = heapq.heappop(heap)
-        b = best(project)
-        if b is None:
-            continue
-        entry = heapq.heappop(waiting[project][b[1]])
+        _, project, shape = heapq.heappop(heap)
+        entry = heapq.heappop(waiting[project][shape])
         cls = epoch.classes[entry[4] // 1_000_000]
         st = cls.jobs[entry[4] % 1_000_000]
         started = _try_start(epoch, board, cls, st, prev)
@@ -392,7 +393,7 @@ def fill_gaps(
             gains.pop(project, None)
         nxt = best(project)
         if nxt is not None:
-            heapq.heappush(heap, (-nxt[0], project))
+            heapq.heappush(heap, (-nxt[0], project, nxt[1]))
     return out
 
 
@@ -477,10 +478,10 @@ def _try_start(
     epoch: Epoch, board: Board, cls: JobClass, st: JobState, prev: dict[str, tuple[str, ...]]
 ) -> Run | None:
     job = st.job
+    pools = [(p, epoch.pools[p], epoch.pools[p].taken(job.gpus)) for p in cls.pools]
     for first in range(epoch.slices):
-        for p in cls.pools:
-            pool = epoch.pools[p]
-            if board.pool_free(pool, first) < pool.taken(job.gpus):
+        for p, pool, taken in pools:
+            if board.totals[(pool.index, first)] < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
             nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))

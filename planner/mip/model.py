@@ -29,6 +29,19 @@ class Constraint:
     name: str = ""
 
 
+@dataclass(frozen=True)
+class Rows:
+    """A model's constraints stacked: row ``i`` is ``vars[starts[i]:starts[i + 1]]``
+    with ``coefs`` alike, ``rhs[i]``, and ``sense[i]`` (0 ``<=``, 1 ``>=``, 2 ``==``)."""
+
+    count: int
+    vars: npt.NDArray[np.int64]
+    coefs: npt.NDArray[np.int64]
+    starts: npt.NDArray[np.int64]
+    rhs: npt.NDArray[np.int64]
+    sense: npt.NDArray[np.int8]
+
+
 @dataclass
 class LinearModel:
     """An integer program to maximize, free of any solver object.
@@ -46,6 +59,13 @@ class LinearModel:
     objective_offset: int = 0
     hint: dict[int, int] = field(default_factory=dict)
     stop_at: int | None = None
+    _rows: Rows | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        # The stacked rows are derived: a model sent to the solver process goes without.
+        state = dict(self.__dict__)
+        state["_rows"] = None
+        return state
 
     @property
     def num_vars(self) -> int:
@@ -102,25 +122,61 @@ class LinearModel:
 
     def value(self, values: npt.NDArray[np.int64]) -> int:
         """The objective at ``values``."""
-        return self.objective_offset + sum(c * int(values[v]) for v, c in self.objective.items())
+        if not self.objective:
+            return self.objective_offset
+        n = len(self.objective)
+        idx = np.fromiter(self.objective.keys(), dtype=np.int64, count=n)
+        coefs = np.fromiter(self.objective.values(), dtype=np.int64, count=n)
+        # Each value truncated to an integer first, as ``int(values[v])`` would.
+        x = np.asarray(values)[idx].astype(np.int64)
+        return self.objective_offset + int(np.dot(coefs, x))
+
+    def rows(self) -> Rows:
+        """The constraints stacked row after row (see :class:`Rows`).
+
+        Stacked once per number of constraints and kept: the model only ever grows
+        (:meth:`add_constraint` appends), so the same count means the same rows.
+        """
+        if self._rows is not None and self._rows.count == len(self.constraints):
+            return self._rows
+        cs = self.constraints
+        n = len(cs)
+        lengths = np.fromiter((len(c.vars) for c in cs), dtype=np.int64, count=n)
+        senses = {"<=": 0, ">=": 1, "==": 2}
+        self._rows = Rows(
+            count=n,
+            vars=np.concatenate([c.vars for c in cs]).astype(np.int64) if n else np.zeros(0, np.int64),
+            coefs=np.concatenate([c.coefs for c in cs]).astype(np.int64) if n else np.zeros(0, np.int64),
+            starts=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            rhs=np.fromiter((c.rhs for c in cs), dtype=np.int64, count=n),
+            sense=np.fromiter((senses[c.sense] for c in cs), dtype=np.int8, count=n),
+        )
+        return self._rows
+
+    def row_values(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Each constraint's left-hand side at ``values`` (each value truncated to an
+        integer; 0 for an empty row)."""
+        rows = self.rows()
+        x = np.asarray(values).astype(np.int64)
+        # Row sums as differences of one running sum: exact in integers, and empty rows
+        # (which np.add.reduceat would get wrong) come out 0.
+        running = np.concatenate(([0], np.cumsum(rows.coefs * x[rows.vars])))
+        return running[rows.starts[1:]] - running[rows.starts[:-1]]
 
     def violations(self, values: npt.NDArray[np.int64]) -> list[str]:
         """Names of the bounds and constraints ``values`` breaks (empty when feasible)."""
-        out: list[str] = []
-        for i, v in enumerate(values):
-            if not self.lower[i] <= int(v) <= self.upper[i]:
-                out.append(f"bound of {self.names[i]}")
-        for c in self.constraints:
-            lhs = int(np.dot(c.coefs, values[c.vars])) if len(c.vars) else 0
-            ok = (
-                lhs <= c.rhs
-                if c.sense == "<="
-                else lhs >= c.rhs
-                if c.sense == ">="
-                else lhs == c.rhs
-            )
-            if not ok:
-                out.append(c.name or "constraint")
+        x = np.asarray(values).astype(np.int64)
+        lo = np.asarray(self.lower[: len(x)], dtype=np.int64)
+        hi = np.asarray(self.upper[: len(x)], dtype=np.int64)
+        out = [f"bound of {self.names[i]}" for i in np.flatnonzero((x < lo) | (x > hi))]
+        if not self.constraints:
+            return out
+        rows = self.rows()
+        lhs = self.row_values(x)
+        ok = np.where(
+            rows.sense == 0, lhs <= rows.rhs, np.where(rows.sense == 1, lhs >= rows.rhs, lhs == rows.rhs)
+        )
+        out += [self.constraints[i].name or "constraint" for i in np.flatnonzero(~ok)]
         return out
 
     def restrict(

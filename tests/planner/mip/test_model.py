@@ -27,6 +27,34 @@ def test_violations_name_broken_constraints() -> None:
     assert m.violations(np.array([4, 0])) == ["bound of a", "cap"]
 
 
+def test_violations_check_every_sense_and_empty_rows() -> None:
+    """violations() checks <=, >= and == rows, in row order, and an empty row as 0."""
+    m = LinearModel()
+    a = m.add_var("a", 0, 5)
+    b = m.add_var("b", 0, 5)
+    m.add_constraint([(a, 1), (b, 1)], ">=", 3, "at_least")
+    m.add_constraint([(a, 0)], "<=", -1, "empty")  # no terms left: 0 <= -1 breaks
+    m.add_constraint([(a, 2), (b, -1)], "==", 1, "equal")
+    assert m.violations(np.array([1, 1])) == ["at_least", "empty"]
+    assert m.violations(np.array([2, 2])) == ["empty", "equal"]
+
+
+def test_row_values_follow_added_constraints() -> None:
+    """row_values() gives each row's left-hand side, also for rows added after a call."""
+    m = knapsack()
+    assert m.row_values(np.array([2, 1])).tolist() == [7]
+    m.add_constraint([(0, 1), (1, -4)], "<=", 0, "more")
+    assert m.row_values(np.array([2, 1])).tolist() == [7, -2]
+    assert m.rows().count == 2
+
+
+def test_value_truncates_like_int() -> None:
+    """value() reads each value as int() would, offset included."""
+    m = knapsack()
+    m.objective_offset = 10
+    assert m.value(np.array([2.9, 1.0])) == 10 + 3 * 2 + 5 * 1
+
+
 def test_bad_bounds_are_rejected() -> None:
     """A variable with its lower bound above its upper bound is an error."""
     with pytest.raises(ValueError, match="lower bound"):
