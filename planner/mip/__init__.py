@@ -612,15 +612,7 @@ def _sub_model(
     m = form.model
     for v in form.loose():
         lower[v], upper[v] = m.lower[v], m.upper[v]
-    return LinearModel(
-        names=m.names,
-        lower=lower,
-        upper=upper,
-        constraints=m.constraints,
-        objective=m.objective,
-        objective_offset=m.objective_offset,
-        hint={v: int(x) for v, x in enumerate(incumbent)},
-    )
+    return m.with_bounds(lower, upper, dict(enumerate(np.asarray(incumbent).astype(np.int64).tolist())))
 
 
 def _focus_neighbourhood(

@@ -179,6 +179,20 @@ class LinearModel:
         out += [self.constraints[i].name or "constraint" for i in np.flatnonzero(~ok)]
         return out
 
+    def with_bounds(self, lower: list[int], upper: list[int], hint: dict[int, int]) -> LinearModel:
+        """This model with other bounds and hint; its constraints and objective shared."""
+        out = LinearModel(
+            names=self.names,
+            lower=lower,
+            upper=upper,
+            constraints=self.constraints,
+            objective=self.objective,
+            objective_offset=self.objective_offset,
+            hint=hint,
+        )
+        out._rows = self._rows  # the same rows: stacked once
+        return out
+
     def restrict(
         self, lower: list[int], upper: list[int]
     ) -> tuple[LinearModel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -195,32 +209,54 @@ class LinearModel:
         new_index = np.full(self.num_vars, -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
         full = np.where(free, 0, lo)
+        kept = keep.tolist()
         small = LinearModel(
-            names=[self.names[v] for v in keep],
-            lower=[int(lo[v]) for v in keep],
-            upper=[int(hi[v]) for v in keep],
+            names=[self.names[v] for v in kept],
+            lower=lo[keep].tolist(),
+            upper=hi[keep].tolist(),
         )
-        for c in self.constraints:
-            mask = free[c.vars]
-            fixed = int(np.dot(c.coefs[~mask], full[c.vars[~mask]])) if (~mask).any() else 0
-            if not mask.any():
-                continue  # all fixed: the caller's bounds are assumed consistent
-            small.constraints.append(
-                Constraint(
-                    vars=new_index[c.vars[mask]],
-                    coefs=c.coefs[mask],
-                    sense=c.sense,
-                    rhs=c.rhs - fixed,
-                    name=c.name,
+        rows = self.rows()
+        if rows.count:
+            # Per row, at once: which terms are free, and the fixed terms' sum.
+            mask = free[rows.vars]
+            fixed_terms = np.where(mask, 0, rows.coefs * full[rows.vars])
+            fixed_sum = np.concatenate(([0], np.cumsum(fixed_terms)))
+            free_count = np.concatenate(([0], np.cumsum(mask)))
+            starts = rows.starts
+            n_free = free_count[starts[1:]] - free_count[starts[:-1]]
+            fixed = fixed_sum[starts[1:]] - fixed_sum[starts[:-1]]
+            small_vars = new_index[rows.vars]
+            # Rows with all terms fixed are dropped: the caller's bounds are assumed
+            # consistent.
+            for i in np.flatnonzero(n_free > 0).tolist():
+                c = self.constraints[i]
+                a, b = int(starts[i]), int(starts[i + 1])
+                here = mask[a:b]
+                small.constraints.append(
+                    Constraint(
+                        vars=small_vars[a:b][here],
+                        coefs=rows.coefs[a:b][here],
+                        sense=c.sense,
+                        rhs=c.rhs - int(fixed[i]),
+                        name=c.name,
+                    )
                 )
-            )
         offset = self.objective_offset
-        for v, coef in self.objective.items():
-            if free[v]:
-                small.objective[int(new_index[v])] = coef
-            else:
-                offset += coef * int(full[v])
+        if self.objective:
+            n = len(self.objective)
+            obj_vars = np.fromiter(self.objective.keys(), dtype=np.int64, count=n)
+            obj_coefs = np.fromiter(self.objective.values(), dtype=np.int64, count=n)
+            on = free[obj_vars]
+            small.objective = dict(
+                zip(new_index[obj_vars[on]].tolist(), obj_coefs[on].tolist(), strict=True)
+            )
+            offset += int(np.dot(obj_coefs[~on], full[obj_vars[~on]]))
         small.objective_offset = offset
-        small.hint = {int(new_index[v]): h for v, h in self.hint.items() if free[v]}
+        if self.hint:
+            n = len(self.hint)
+            hint_vars = np.fromiter(self.hint.keys(), dtype=np.int64, count=n)
+            hint_vals = np.fromiter(self.hint.values(), dtype=np.int64, count=n)
+            on = free[hint_vars]
+            small.hint = dict(zip(new_index[hint_vars[on]].tolist(), hint_vals[on].tolist(), strict=True))
         small.stop_at = self.stop_at  # the objectives are equal: the offset holds the rest
         return small, keep, full

@@ -141,3 +141,39 @@ def test_cpsat_stops_at_the_first_incumbent_reaching_stop_at() -> None:
     assert result.objective is not None and result.values is not None
     assert m.stop_at <= result.objective < full.objective
     assert m.violations(result.values) == []
+
+
+def test_restrict_drops_fixed_rows_and_keeps_orders() -> None:
+    """restrict() drops rows with every term fixed, moves fixed terms to the rhs, and
+    keeps the objective's and the hint's order over the free variables."""
+    m = LinearModel()
+    a = m.add_var("a", 0, 3)
+    b = m.add_var("b", 0, 3)
+    c = m.add_var("c", 0, 3)
+    m.add_constraint([(a, 1), (b, 1)], "<=", 4, "ab")
+    m.add_constraint([(c, 2), (b, 1)], ">=", 1, "cb")
+    m.add_objective(c, 7)
+    m.add_objective(b, 2)
+    m.add_objective(a, 1)
+    m.hint = {c: 1, a: 2, b: 0}
+    small, keep, full = m.restrict([0, 2, 0], [3, 2, 3])  # b fixed at 2
+    assert list(keep) == [0, 2]
+    assert [(k.name, k.vars.tolist(), k.coefs.tolist(), k.rhs) for k in small.constraints] == [
+        ("ab", [0], [1], 2),
+        ("cb", [1], [2], -1),
+    ]
+    assert list(small.objective.items()) == [(1, 7), (0, 1)]
+    assert small.objective_offset == 4
+    assert list(small.hint.items()) == [(1, 1), (0, 2)]
+    tiny, _, _ = m.restrict([1, 2, 0], [1, 2, 3])  # a and b fixed: row "ab" drops out
+    assert [k.name for k in tiny.constraints] == ["cb"]
+
+
+def test_with_bounds_shares_the_rows() -> None:
+    """with_bounds() gives the same constraints and objective under new bounds and hint."""
+    m = knapsack()
+    m.rows()
+    other = m.with_bounds([1, 0], [1, 0], {0: 1})
+    assert other.constraints is m.constraints and other.objective is m.objective
+    assert other.rows() is m.rows()
+    assert (other.lower, other.upper, other.hint) == ([1, 0], [1, 0], {0: 1})
