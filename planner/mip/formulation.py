@@ -82,18 +82,36 @@ class Formulation:
 
     def groups(self) -> list[list[int]]:
         """Variables that move together: each job class's, each running job's."""
-        by_class: dict[int, list[int]] = {}
-        for (c, _, _), var in self.x.items():
-            by_class.setdefault(c, []).append(var)
+        table = self.start_table()
+        by_class: list[list[int]] = []
+        if len(table.var):
+            order, counts = self._class_order()
+            cuts = np.cumsum(counts)[:-1]
+            by_class = [part.tolist() for part in np.split(table.var[order], cuts)]
         by_job: dict[int, list[int]] = {}
         for (j, _), var in self.z.items():
             by_job.setdefault(j, []).append(var)
-        return list(by_class.values()) + list(by_job.values())
+        return by_class + list(by_job.values())
+
+    def _class_order(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The starts sorted by class, classes in the order ``x`` first names them and
+        each class's starts in ``x``'s order; and how many starts each class has."""
+        table = self.start_table()
+        _, first, inverse = np.unique(table.cls, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        ranks = rank[inverse.reshape(-1)]
+        return np.argsort(ranks, kind="stable"), np.bincount(ranks, minlength=len(first))
 
     def group_projects(self) -> list[str]:
         """The project of each of :meth:`groups`, in the same order."""
-        classes = dict.fromkeys(c for c, _, _ in self.x)  # first-seen order, as groups()
-        jobs = dict.fromkeys(j for j, _ in self.z)
+        table = self.start_table()
+        classes: list[int] = []
+        if len(table.var):
+            order, counts = self._class_order()
+            heads = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            classes = table.cls[order][heads].tolist()
+        jobs = dict.fromkeys(j for j, _ in self.z)  # first-seen order, as groups()
         return [self.epoch.classes[c].project for c in classes] + [
             self.epoch.running[j].state.job.project for j in jobs
         ]

@@ -116,8 +116,11 @@ class LinearModel:
     def objective_vector(self) -> npt.NDArray[np.float64]:
         """The objective's coefficients as one float per variable (the offset apart)."""
         out = np.zeros(self.num_vars)
-        for v, coef in self.objective.items():
-            out[v] = coef
+        if self.objective:
+            n = len(self.objective)
+            out[np.fromiter(self.objective.keys(), dtype=np.int64, count=n)] = np.fromiter(
+                self.objective.values(), dtype=np.float64, count=n
+            )
         return out
 
     def value(self, values: npt.NDArray[np.int64]) -> int:

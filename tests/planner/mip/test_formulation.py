@@ -38,3 +38,24 @@ def test_busy_follows_the_running_job_on_its_node() -> None:
     assert values is not None
     assert {k: int(values[v]) for (_, k), v in f.busy.items()} == {k: int(k < 2) for _, k in f.busy}
     assert {int(values[v]) for v in f.busy.values()} == {0, 1}
+
+
+def test_groups_hold_each_class_then_each_running_job() -> None:
+    """groups() lists each class's start variables, then each running job's slices;
+    group_projects() names their projects in the same order."""
+    snapshot = (
+        SnapBuilder(slices=4)
+        .pool("c", nodes=2)
+        .project("a")
+        .project("b")
+        .running("r1", ("c-h100-000",), project="b", gpus=2, charged=False)
+        .queued("a1", "a")
+        .queued("b1", "b", gpus=4)
+        .build()
+    )
+    f = apply(build_epoch(snapshot))
+    by_class: dict[int, list[int]] = {}
+    for (c, _, _), var in f.x.items():
+        by_class.setdefault(c, []).append(var)
+    assert f.groups() == [*by_class.values(), list(f.z.values())]
+    assert f.group_projects() == [f.epoch.classes[c].project for c in by_class] + ["b"]
