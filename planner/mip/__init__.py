@@ -680,21 +680,24 @@ def _focus_neighbourhood(
     if not ranked or short[ranked[0]] <= 0:
         return None
     project = ranked[0]
+    table = form.start_table()
+    own_class = np.array([c.project == project for c in epoch.classes], dtype=bool)
+    own = own_class[table.cls] if len(table.var) else np.zeros(0, dtype=bool)
     mass: dict[int, float] = {}
-    for (c, p, a), var in form.x.items():
-        cls = epoch.classes[c]
-        if cls.project == project and lp_values[var] > 1e-6:
-            mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(a, epoch.slices)
+    # In x's order, as the sums always were.
+    for i in np.flatnonzero(own & (lp_values[table.var] > 1e-6)).tolist():
+        cls, p, var = epoch.classes[int(table.cls[i])], int(table.pool[i]), int(table.var[i])
+        mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
     if not mass:
         return None
     pool = max(sorted(mass), key=lambda p: mass[p])
     lower = [int(v) for v in incumbent]
     upper = list(lower)
-    for (c, p, _), var in form.x.items():
-        if epoch.classes[c].project == project:
-            lower[var], upper[var] = m.lower[var], m.upper[var]
-        elif p == pool and (incumbent[var] > 0 or lp_values[var] > 1e-6):
-            lower[var], upper[var] = _around(m, var, lp_values, incumbent)
+    for var in table.var[own].tolist():
+        lower[var], upper[var] = m.lower[var], m.upper[var]
+    near = ~own & (table.pool == pool) & ((incumbent[table.var] > 0) | (lp_values[table.var] > 1e-6))
+    for var in table.var[near].tolist():
+        lower[var], upper[var] = _around(m, var, lp_values, incumbent)
     for (j, _), var in form.z.items():
         if epoch.running[j].pool == pool or epoch.running[j].state.job.project == project:
             lower[var], upper[var] = m.lower[var], m.upper[var]
