@@ -8,6 +8,7 @@ model and reach the same optimal objective.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 Sense = Literal["<=", ">=", "=="]
+
+#: Rows of at most this many terms are checked for repeated variables with a set.
+SMALL_ROW = 32
 
 
 @dataclass
@@ -88,14 +92,24 @@ class LinearModel:
 
         Repeated variables are summed; zero coefficients are dropped.
         """
-        pairs = np.array(list(terms), dtype=np.int64).reshape(-1, 2)
-        if len(pairs) and len(np.unique(pairs[:, 0])) == len(pairs):
-            keep = pairs[:, 1] != 0
-            var_idx, coefs = pairs[keep, 0], pairs[keep, 1]
+        pairs = terms if isinstance(terms, list) else list(terms)
+        n = len(pairs)
+        flat = np.fromiter(itertools.chain.from_iterable(pairs), dtype=np.int64, count=2 * n)
+        all_vars, all_coefs = flat[0::2], flat[1::2]
+        if n <= SMALL_ROW:
+            # Small rows (most of them): a set tells duplicates apart faster than numpy.
+            seen = all_vars.tolist()
+            unique = len(set(seen)) == n
         else:
-            var_idx, inverse = np.unique(pairs[:, 0], return_inverse=True)
+            ordered = np.sort(all_vars)
+            unique = not bool((ordered[1:] == ordered[:-1]).any())
+        if n and unique:
+            keep = all_coefs != 0
+            var_idx, coefs = all_vars[keep], all_coefs[keep]
+        else:
+            var_idx, inverse = np.unique(all_vars, return_inverse=True)
             coefs = np.zeros(len(var_idx), dtype=np.int64)
-            np.add.at(coefs, inverse, pairs[:, 1])
+            np.add.at(coefs, inverse, all_coefs)
             keep = coefs != 0
             var_idx, coefs = var_idx[keep], coefs[keep]
         self.constraints.append(

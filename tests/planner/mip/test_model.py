@@ -177,3 +177,21 @@ def test_with_bounds_shares_the_rows() -> None:
     assert other.constraints is m.constraints and other.objective is m.objective
     assert other.rows() is m.rows()
     assert (other.lower, other.upper, other.hint) == ([1, 0], [1, 0], {0: 1})
+
+
+@pytest.mark.parametrize("size", [3, 100])
+def test_add_constraint_sums_repeats_and_drops_zeros(size: int) -> None:
+    """A row keeps its terms' order when no variable repeats (zero coefficients dropped),
+    and sums repeated variables in variable order otherwise, small rows and large alike."""
+    m = LinearModel()
+    for i in range(size):
+        m.add_var(f"v{i}", 0, 1)
+    order = list(range(size))[::-1]
+    m.add_constraint([(v, 0 if v == 1 else v + 1) for v in order], "<=", 5, "distinct")
+    rest = [(v, 1) for v in range(3, size)]
+    m.add_constraint((t for t in [(2, 3), (0, 1), *rest, (2, -3), (1, 2), (0, 1)]), ">=", 1, "repeats")
+    distinct, repeats = m.constraints
+    assert distinct.vars.tolist() == [v for v in order if v != 1]
+    assert distinct.coefs.tolist() == [v + 1 for v in order if v != 1]
+    assert repeats.vars.tolist() == [0, 1, *range(3, size)]
+    assert repeats.coefs.tolist() == [2, 2] + [1] * (size - 3)
