@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -559,13 +560,7 @@ def _next_neighbourhood(
         project: float(np.dot(diff[vs], coef[vs])) for project, vs in form.project_vars().items()
     }
     owners = form.group_projects()
-
-    def score(g: list[int], owner: str) -> float:
-        if not g:
-            return 0.0
-        base = float(np.dot(diff[g], coef[g]) + 1e-3 * coef[g].max(initial=0.0))
-        at_stake = STAKE_SHARE * stake.get(owner, 0.0)
-        return base + at_stake * (1.0 if diff[g].max(initial=0.0) > 1e-6 else 0.25)
+    at_stake = STAKE_SHARE * np.array([stake.get(owner, 0.0) for owner in owners])
 
     if by_pool:
         # One pool's decisions only: the pool with most at stake, where work can move
@@ -573,11 +568,19 @@ def _next_neighbourhood(
         # its share there and the projects that would make room are freed together.
         pools = form.var_pools()
         names = sorted({int(p) for p in pools if p >= 0})
-        by = {p: sum(score([v for v in g if pools[v] == p], o) for g, o in zip(groups, owners, strict=True)) for p in names}
+        flat = np.fromiter(itertools.chain.from_iterable(groups), dtype=np.int64)
+        owner_of = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        by: dict[int, float] = {}
+        for p in names:
+            here = pools[flat] == p
+            counts = np.bincount(owner_of[here], minlength=len(groups))
+            by[p] = sum(_group_scores(flat[here], counts, diff, coef, at_stake).tolist())
         noise = rng.uniform(0.8, 1.2, size=len(names))
         pick = names[int(np.argmax([by[p] * w for p, w in zip(names, noise, strict=True)]))]
         groups = [[v for v in g if pools[v] == pick] for g in groups]
-    scores = np.array([score(g, owner) for g, owner in zip(groups, owners, strict=True)])
+    flat = np.fromiter(itertools.chain.from_iterable(groups), dtype=np.int64)
+    counts = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
+    scores = _group_scores(flat, counts, diff, coef, at_stake)
     scores *= 0.5 ** np.array([freed.get(i, 0) for i in range(len(groups))], dtype=float)
     scores *= rng.uniform(0.8, 1.2, size=len(groups))
     lower = [int(v) for v in incumbent]
@@ -592,6 +595,39 @@ def _next_neighbourhood(
             lower[v], upper[v] = _around(m, v, lp_values, incumbent)
             total += 1
     return _sub_model(form, lower, upper, incumbent), chosen
+
+
+def _group_scores(
+    flat: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    diff: npt.NDArray[np.float64],
+    coef: npt.NDArray[np.float64],
+    at_stake: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Each group's score in :func:`_next_neighbourhood`: the groups' variables listed
+    one group after the other (``flat``, ``counts`` of each group).
+
+    A group's score is ``sum(diff * coef) + 0.001 * max(coef)`` over its variables plus
+    its project's utility at stake, in full where LP and incumbent differ by more than
+    1e-6 somewhere in the group and a quarter otherwise; an empty group scores 0. The
+    groups where they differ at all are summed one by one, as they always were; the
+    others' sum is 0, so their scores are computed all at once, to the same bits.
+    """
+    n = len(counts)
+    heads = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    some = counts > 0
+    top_coef = np.zeros(n)
+    top_diff = np.zeros(n)
+    if len(flat):
+        top_coef[some] = np.maximum(np.maximum.reduceat(coef[flat], heads[some]), 0.0)
+        top_diff[some] = np.maximum(np.maximum.reduceat(diff[flat], heads[some]), 0.0)
+    scores = 1e-3 * top_coef + at_stake * 0.25
+    scores[~some] = 0.0
+    for i in np.flatnonzero(top_diff > 0).tolist():
+        g = flat[heads[i] : heads[i] + counts[i]]
+        base = float(np.dot(diff[g], coef[g]) + 1e-3 * coef[g].max(initial=0.0))
+        scores[i] = base + float(at_stake[i]) * (1.0 if top_diff[i] > 1e-6 else 0.25)
+    return scores
 
 
 def _around(
@@ -612,15 +648,7 @@ def _sub_model(
     m = form.model
     for v in form.loose():
         lower[v], upper[v] = m.lower[v], m.upper[v]
-    return LinearModel(
-        names=m.names,
-        lower=lower,
-        upper=upper,
-        constraints=m.constraints,
-        objective=m.objective,
-        objective_offset=m.objective_offset,
-        hint={v: int(x) for v, x in enumerate(incumbent)},
-    )
+    return m.with_bounds(lower, upper, dict(enumerate(np.asarray(incumbent).astype(np.int64).tolist())))
 
 
 def _focus_neighbourhood(
@@ -652,21 +680,24 @@ def _focus_neighbourhood(
     if not ranked or short[ranked[0]] <= 0:
         return None
     project = ranked[0]
+    table = form.start_table()
+    own_class = np.array([c.project == project for c in epoch.classes], dtype=bool)
+    own = own_class[table.cls] if len(table.var) else np.zeros(0, dtype=bool)
     mass: dict[int, float] = {}
-    for (c, p, a), var in form.x.items():
-        cls = epoch.classes[c]
-        if cls.project == project and lp_values[var] > 1e-6:
-            mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(a, epoch.slices)
+    # In x's order, as the sums always were.
+    for i in np.flatnonzero(own & (lp_values[table.var] > 1e-6)).tolist():
+        cls, p, var = epoch.classes[int(table.cls[i])], int(table.pool[i]), int(table.var[i])
+        mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
     if not mass:
         return None
     pool = max(sorted(mass), key=lambda p: mass[p])
     lower = [int(v) for v in incumbent]
     upper = list(lower)
-    for (c, p, _), var in form.x.items():
-        if epoch.classes[c].project == project:
-            lower[var], upper[var] = m.lower[var], m.upper[var]
-        elif p == pool and (incumbent[var] > 0 or lp_values[var] > 1e-6):
-            lower[var], upper[var] = _around(m, var, lp_values, incumbent)
+    for var in table.var[own].tolist():
+        lower[var], upper[var] = m.lower[var], m.upper[var]
+    near = ~own & (table.pool == pool) & ((incumbent[table.var] > 0) | (lp_values[table.var] > 1e-6))
+    for var in table.var[near].tolist():
+        lower[var], upper[var] = _around(m, var, lp_values, incumbent)
     for (j, _), var in form.z.items():
         if epoch.running[j].pool == pool or epoch.running[j].state.job.project == project:
             lower[var], upper[var] = m.lower[var], m.upper[var]

@@ -346,53 +346,78 @@ def fill_gaps(
     # Each project's gain per quantum by shape: it changes only when the project starts
     # a job (start_gain reads only the project's own state), so it is kept until then.
     gains: dict[str, dict[Shape, float]] = {}
+    # Each project's shapes ranked, a heap of (-gain per quantum, head member, shape):
+    # its top is the project's best shape (the highest gain, then the first member by
+    # urgent, priority, age). A class's members all have one shape, so when a member
+    # finds no room (its class dies) only that shape's head moves; when the project
+    # starts a job every gain moves, and all its shapes are ranked again.
+    ranked: dict[str, list[tuple[float, Entry, Shape]]] = {}
 
-    def best(project: str) -> tuple[float, Shape] | None:
-        """The project's best shape now and its gain per quantum."""
-        top: tuple[float, Entry, Shape] | None = None
+    def head(project: str, shape: Shape) -> Entry | None:
+        """The shape's first member still alive (dead classes' members dropped)."""
+        heap_of = waiting[project].get(shape)
+        if heap_of is None:
+            return None
+        while heap_of and heap_of[0][4] // 1_000_000 in dead:
+            heapq.heappop(heap_of)
+        if not heap_of:
+            del waiting[project][shape]
+            return None
+        return heap_of[0]
+
+    def gain(project: str, shape: Shape) -> float:
         known = gains.setdefault(project, {})
-        for shape in list(waiting[project]):
-            heap_of = waiting[project][shape]
-            while heap_of and heap_of[0][4] // 1_000_000 in dead:
-                heapq.heappop(heap_of)
-            if not heap_of:
-                del waiting[project][shape]
-                continue
-            d = known.get(shape)
-            if d is None:
-                allocated, urgent, wq, span = shape
-                d = start_gain(epoch, state, project, allocated, urgent, wq, span) / max(span * wq, 1)
-                known[shape] = d
-            if top is None or d > top[0] or (d == top[0] and heap_of[0] < top[1]):
-                top = (d, heap_of[0], shape)
-        return None if top is None else (top[0], top[2])
+        d = known.get(shape)
+        if d is None:
+            allocated, urgent, wq, span = shape
+            d = start_gain(epoch, state, project, allocated, urgent, wq, span) / max(span * wq, 1)
+            known[shape] = d
+        return d
 
-    # A project's gains change only when it starts a job, so the heap's keys stay exact.
-    heap: list[tuple[float, str]] = []
+    def rank_all(project: str) -> None:
+        ranks: list[tuple[float, Entry, Shape]] = []
+        for shape in list(waiting[project]):
+            first = head(project, shape)
+            if first is not None:
+                ranks.append((-gain(project, shape), first, shape))
+        heapq.heapify(ranks)
+        ranked[project] = ranks
+
+    def rerank(project: str, shape: Shape) -> None:
+        first = head(project, shape)
+        if first is not None:
+            heapq.heappush(ranked[project], (-gain(project, shape), first, shape))
+
+    # The heap holds each project once, keyed by its best shape's gain (the project
+    # names break every tie), with that shape: nothing a project's ranking reads (its
+    # waiting members, its dead classes, its own charged work) changes while another
+    # project takes its turn, so its best when pushed is still its best when popped.
+    heap: list[tuple[float, str, Shape]] = []
     for project in waiting:
-        b = best(project)
-        if b is not None:
-            heap.append((-b[0], project))
+        rank_all(project)
+        if ranked[project]:
+            neg, _, shape = ranked[project][0]
+            heap.append((neg, project, shape))
     heapq.heapify(heap)
     out: list[Run] = []
     while heap:
-        _, project = heapq.heappop(heap)
-        b = best(project)
-        if b is None:
-            continue
-        entry = heapq.heappop(waiting[project][b[1]])
+        _, project, shape = heapq.heappop(heap)
+        heapq.heappop(ranked[project])  # the shape's entry: its head is taken now
+        entry = heapq.heappop(waiting[project][shape])
         cls = epoch.classes[entry[4] // 1_000_000]
         st = cls.jobs[entry[4] % 1_000_000]
         started = _try_start(epoch, board, cls, st, prev)
         if started is None:
             dead.add(cls.index)  # identical members: none fits now, nor will later
+            rerank(project, shape)
         else:
             out.append(started)
             state.add(epoch, started)
             gains.pop(project, None)
-        nxt = best(project)
-        if nxt is not None:
-            heapq.heappush(heap, (-nxt[0], project))
+            rank_all(project)
+        if ranked[project]:
+            neg, _, nxt = ranked[project][0]
+            heapq.heappush(heap, (neg, project, nxt))
     return out
 
 
@@ -477,10 +502,10 @@ def _try_start(
     epoch: Epoch, board: Board, cls: JobClass, st: JobState, prev: dict[str, tuple[str, ...]]
 ) -> Run | None:
     job = st.job
+    pools = [(p, epoch.pools[p], epoch.pools[p].taken(job.gpus)) for p in cls.pools]
     for first in range(epoch.slices):
-        for p in cls.pools:
-            pool = epoch.pools[p]
-            if board.pool_free(pool, first) < pool.taken(job.gpus):
+        for p, pool, taken in pools:
+            if board.totals[(pool.index, first)] < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
             nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))

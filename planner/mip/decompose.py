@@ -53,9 +53,15 @@ def estimated_starts(snapshot: Snapshot) -> int:
     """Start variables the model would have: queued jobs x allowed pools x slices."""
     pools = {(n.node.cluster, n.node.gpu_type) for n in snapshot.nodes}
     total = 0
+    # Jobs with the same restrictions allow the same pools: counted once per restriction.
+    allowed: dict[tuple[tuple[str, ...] | None, tuple[str, ...] | None], int] = {}
     for st in snapshot.jobs:
         if st.status == "queued":
-            total += sum(1 for c, t in pools if st.job.allows(c, t))
+            job = st.job
+            key = (job.clusters, job.gpu_types)
+            if key not in allowed:
+                allowed[key] = sum(1 for c, t in pools if job.allows(c, t))
+            total += allowed[key]
     return total * snapshot.policy.slices
 
 
@@ -93,16 +99,21 @@ def split(snapshot: Snapshot, parts: int) -> list[Snapshot]:
             groups[node_part[st.nodes[0]]].demand += st.job.gpus
         elif st.status == "queued":
             queued.append(st)
+    # The parts a job fits depend on its gang and its restrictions only: found once each.
+    fitting: dict[tuple[int, tuple[str, ...] | None, tuple[str, ...] | None], list[int]] = {}
     for st in sorted(queued, key=lambda s: (-s.job.gpus, s.job.id)):
         job = st.job
-        fits = sorted(
-            {
-                part_of[c]
-                for (c, t), sizes in shapes.items()
-                if job.allows(c, t)
-                and any(nodes_needed(job.gpus, g) <= k for g, k in sizes.items())
-            }
-        )
+        key = (job.gpus, job.clusters, job.gpu_types)
+        fits = fitting.get(key)
+        if fits is None:
+            fits = fitting[key] = sorted(
+                {
+                    part_of[c]
+                    for (c, t), sizes in shapes.items()
+                    if job.allows(c, t)
+                    and any(nodes_needed(job.gpus, g) <= k for g, k in sizes.items())
+                }
+            )
         if not fits:
             fits = [max(range(count), key=lambda i: groups[i].capacity)]
         i = min(fits, key=lambda i: ((groups[i].demand + job.gpus) / groups[i].capacity, i))

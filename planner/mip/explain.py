@@ -11,6 +11,8 @@ higher-priority work (priority); they went to projects further below their share
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from models import JobState, Pending, PendingReason, Plan, Snapshot
 from planner.mip.assemble import Board, Run
 from planner.mip.epoch import Epoch, SubPool
@@ -33,10 +35,15 @@ def pending_reasons(
                 detail=f"a gang of {st.job.gpus} GPUs fits no allowed pool of this snapshot",
             )
         )
+    # A reason reads only these fields of a job (and the shared board): classes that
+    # agree on them (they may differ in run length or age) share it.
+    known: dict[tuple[object, ...], Pending] = {}
+    split: dict[tuple[int, int, str], _Holders] = {}
     for c in epoch.classes:
         pools = [epoch.pools[p] for p in c.pools]
         # Members of a class share every field the reason depends on: work it out once.
-        shared: Pending | None = None
+        key = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
+        shared: Pending | None = known.get(key)
         for st in c.jobs:
             if st.job.id in placed:
                 continue
@@ -52,7 +59,8 @@ def pending_reasons(
                 )
                 continue
             if shared is None:
-                shared = _reason(epoch, st, pools, board, held, holders)
+                shared = _reason(epoch, st, pools, board, held, holders, split)
+                known[key] = shared
                 out.append(shared)
             else:
                 out.append(Pending(job=st.job.id, reason=shared.reason, detail=shared.detail))
@@ -83,6 +91,7 @@ def _reason(
     board: Board,
     held: dict[tuple[int, int], int],
     holders: dict[tuple[int, int], list[Run]],
+    split: dict[tuple[int, int, str], _Holders],
 ) -> Pending:
     job = st.job
     S = epoch.slices
@@ -130,43 +139,66 @@ def _reason(
         )
     # Who holds the GPUs it could have had (first slice of its best pool)?
     p, k = min(open_fit, key=lambda pk: (pk[1], -pk[0].capacity(pk[1])))
-    others = [r for r in holders.get((p.index, k), []) if r.state.job.project != job.project]
+    there = split.get((p.index, k, job.project))
+    if there is None:
+        there = split[(p.index, k, job.project)] = _Holders.of(epoch, holders.get((p.index, k), []), job.project)
     own = [
-        r
-        for r in holders.get((p.index, k), [])
-        if r.state.job.project == job.project
-        and (r.state.job.urgent, r.state.job.priority) > (job.urgent, job.priority)
+        gpus for urgent, priority, gpus in there.own if (urgent, priority) > (job.urgent, job.priority)
     ]
-    if own and sum(r.state.job.gpus for r in own) >= sum(r.state.job.gpus for r in others):
+    if own and sum(own) >= there.others_gpus:
         return Pending(
             job=job.id,
             reason=PendingReason.PRIORITY,
             detail=f"{p.cluster}/{p.gpu_type} went to {len(own)} job(s) of {job.project} "
             f"that are urgent or of higher priority",
         )
-    if others:
-        standing = epoch.snapshot.standing
-
-        def weight(project: str) -> float:
-            """A project's fair-share weight."""
-            return project_weight(standing[project].ratio) if project in standing else 1.0
-
-        mine = weight(job.project)
-        holders_projects = {r.state.job.project for r in others}
-        ahead = {p for p in holders_projects if weight(p) >= mine}
-        projects = sorted(ahead or holders_projects)
-        shown = ", ".join(projects[:3]) + (" ..." if len(projects) > 3 else "")
+    if there.ahead is not None:
         return Pending(
             job=job.id,
             reason=PendingReason.FAIR_SHARE_RANK,
             detail=f"{p.cluster}/{p.gpu_type} went to projects ranked ahead by fair share "
-            f"({shown})",
+            f"({there.ahead})",
         )
     return Pending(
         job=job.id,
         reason=PendingReason.POOL_CAPACITY,
         detail=f"needs {job.gpus} GPUs; every allowed pool ({names}) is full in every slice",
     )
+
+
+@dataclass(frozen=True)
+class _Holders:
+    """The runs holding one pool in one slice, seen from one project: its own runs
+    (urgent, priority, GPUs each), the other projects' GPUs, and which of those projects
+    are ranked ahead by fair share (shown as in a reason; ``None`` when no other
+    project holds any)."""
+
+    own: list[tuple[bool, int, int]]
+    others_gpus: int
+    ahead: str | None
+
+    @classmethod
+    def of(cls, epoch: Epoch, runs: list[Run], project: str) -> _Holders:
+        others = [r for r in runs if r.state.job.project != project]
+        own = [
+            (r.state.job.urgent, r.state.job.priority, r.state.job.gpus)
+            for r in runs
+            if r.state.job.project == project
+        ]
+        if not others:
+            return cls(own, 0, None)
+        standing = epoch.snapshot.standing
+
+        def weight(name: str) -> float:
+            """A project's fair-share weight."""
+            return project_weight(standing[name].ratio) if name in standing else 1.0
+
+        mine = weight(project)
+        holders_projects = {r.state.job.project for r in others}
+        ahead = {p for p in holders_projects if weight(p) >= mine}
+        projects = sorted(ahead or holders_projects)
+        shown = ", ".join(projects[:3]) + (" ..." if len(projects) > 3 else "")
+        return cls(own, sum(r.state.job.gpus for r in others), shown)
 
 
 def explain_job(plan: Plan, snapshot: Snapshot, job_id: str) -> str:

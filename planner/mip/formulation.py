@@ -32,6 +32,17 @@ from planner.mip.objective import (
 )
 
 
+@dataclass(frozen=True)
+class StartTable:
+    """The start variables of a :class:`Formulation`: entry ``i`` is ``x[(cls[i],
+    pool[i], start[i])] = var[i]``."""
+
+    cls: npt.NDArray[np.int64]
+    pool: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+    var: npt.NDArray[np.int64]
+
+
 @dataclass
 class Formulation:
     """The model of one epoch and the meaning of its variables."""
@@ -52,21 +63,55 @@ class Formulation:
     f: dict[str, int] = field(default_factory=dict)
     #: busy[(node, slice)] -> variable: a running single-node job holds the node.
     busy: dict[tuple[str, int], int] = field(default_factory=dict)
+    _starts: StartTable | None = field(default=None, init=False, repr=False, compare=False)
+
+    def start_table(self) -> StartTable:
+        """The start variables ``x`` as arrays, in the order of ``x`` (see
+        :class:`StartTable`); made once per number of starts (``x`` only grows, while
+        :func:`apply` builds it)."""
+        if self._starts is None or len(self._starts.var) != len(self.x):
+            n = len(self.x)
+            keys = np.array(list(self.x), dtype=np.int64).reshape(n, 3)
+            self._starts = StartTable(
+                cls=keys[:, 0].copy(),
+                pool=keys[:, 1].copy(),
+                start=keys[:, 2].copy(),
+                var=np.fromiter(self.x.values(), dtype=np.int64, count=n),
+            )
+        return self._starts
 
     def groups(self) -> list[list[int]]:
         """Variables that move together: each job class's, each running job's."""
-        by_class: dict[int, list[int]] = {}
-        for (c, _, _), var in self.x.items():
-            by_class.setdefault(c, []).append(var)
+        table = self.start_table()
+        by_class: list[list[int]] = []
+        if len(table.var):
+            order, counts = self._class_order()
+            cuts = np.cumsum(counts)[:-1]
+            by_class = [part.tolist() for part in np.split(table.var[order], cuts)]
         by_job: dict[int, list[int]] = {}
         for (j, _), var in self.z.items():
             by_job.setdefault(j, []).append(var)
-        return list(by_class.values()) + list(by_job.values())
+        return by_class + list(by_job.values())
+
+    def _class_order(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The starts sorted by class, classes in the order ``x`` first names them and
+        each class's starts in ``x``'s order; and how many starts each class has."""
+        table = self.start_table()
+        _, first, inverse = np.unique(table.cls, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        ranks = rank[inverse.reshape(-1)]
+        return np.argsort(ranks, kind="stable"), np.bincount(ranks, minlength=len(first))
 
     def group_projects(self) -> list[str]:
         """The project of each of :meth:`groups`, in the same order."""
-        classes = dict.fromkeys(c for c, _, _ in self.x)  # first-seen order, as groups()
-        jobs = dict.fromkeys(j for j, _ in self.z)
+        table = self.start_table()
+        classes: list[int] = []
+        if len(table.var):
+            order, counts = self._class_order()
+            heads = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            classes = table.cls[order][heads].tolist()
+        jobs = dict.fromkeys(j for j, _ in self.z)  # first-seen order, as groups()
         return [self.epoch.classes[c].project for c in classes] + [
             self.epoch.running[j].state.job.project for j in jobs
         ]
@@ -504,10 +549,17 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
         ends[r.id] = end
     starts: list[Start] = []
     by_class: dict[int, list[tuple[int, int, int]]] = {}
-    for (c, p, a), var in f.x.items():
-        n = int(values[var])
-        if n > 0:
-            by_class.setdefault(c, []).append((a, p, n))
+    table = f.start_table()
+    started = np.asarray(values)[table.var].astype(np.int64)  # truncated, as int() would
+    some = np.flatnonzero(started > 0)
+    for c, p, a, n in zip(
+        table.cls[some].tolist(),
+        table.pool[some].tolist(),
+        table.start[some].tolist(),
+        started[some].tolist(),
+        strict=True,
+    ):
+        by_class.setdefault(c, []).append((a, p, n))
     for c_index, picks in by_class.items():
         members = iter(epoch.classes[c_index].jobs)
         for a, p, n in sorted(picks):
@@ -529,20 +581,21 @@ def round_lp(f: Formulation, lp_values: npt.NDArray[np.float64], up: float) -> n
     values = np.floor(lp_values + 1e-6).astype(np.int64)
     if up > 1:
         return values
-    started: dict[int, int] = {}
+    table = f.start_table()
+    started = np.zeros(len(f.epoch.classes), dtype=np.int64)
+    np.add.at(started, table.cls, values[table.var])
+    parts = lp_values[table.var] - values[table.var]
     by_class: dict[int, list[tuple[float, int]]] = {}
-    for (c, _, _), var in f.x.items():
-        started[c] = started.get(c, 0) + int(values[var])
-        part = float(lp_values[var] - values[var])
-        if part >= up - 1e-9:
-            by_class.setdefault(c, []).append((part, var))
+    ups = np.flatnonzero(parts >= up - 1e-9)
+    for c, part, var in zip(table.cls[ups].tolist(), parts[ups].tolist(), table.var[ups].tolist(), strict=True):
+        by_class.setdefault(c, []).append((part, var))
     for c, cands in by_class.items():
-        room = len(f.epoch.classes[c].jobs) - started.get(c, 0)
+        room = len(f.epoch.classes[c].jobs) - int(started[c])
         for _, var in sorted(cands, reverse=True)[: max(room, 0)]:
             values[var] += 1
-    for var in f.z.values():
-        if lp_values[var] - values[var] >= up - 1e-9:
-            values[var] = 1
+    if f.z:
+        zs = np.fromiter(f.z.values(), dtype=np.int64, count=len(f.z))
+        values[zs[lp_values[zs] - values[zs] >= up - 1e-9]] = 1
     return values
 
 
@@ -585,8 +638,14 @@ def values_of_runs(f: Formulation, runs: list[Run]) -> npt.NDArray[np.int64] | N
         if x_var is None:
             return None
         values[x_var] += 1
+    # A node is busy in slice k while a running job on it runs: k below the latest end.
+    held: dict[str, int] = {}
+    for r in runs:
+        if r.running:
+            for node in r.nodes:
+                held[node] = max(held.get(node, 0), r.last)
     for (node, k), var in f.busy.items():
-        values[var] = int(any(r.running and node in r.nodes and k < r.last for r in runs))
+        values[var] = int(k < held.get(node, 0))
     charged: dict[str, int] = {}
     for key, n in counts.items():
         project, urgent, q = key

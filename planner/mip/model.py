@@ -8,6 +8,7 @@ model and reach the same optimal objective.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 Sense = Literal["<=", ">=", "=="]
+
+#: Rows of at most this many terms are checked for repeated variables with a set.
+SMALL_ROW = 32
 
 
 @dataclass
@@ -27,6 +31,19 @@ class Constraint:
     sense: Sense
     rhs: int
     name: str = ""
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A model's constraints stacked: row ``i`` is ``vars[starts[i]:starts[i + 1]]``
+    with ``coefs`` alike, ``rhs[i]``, and ``sense[i]`` (0 ``<=``, 1 ``>=``, 2 ``==``)."""
+
+    count: int
+    vars: npt.NDArray[np.int64]
+    coefs: npt.NDArray[np.int64]
+    starts: npt.NDArray[np.int64]
+    rhs: npt.NDArray[np.int64]
+    sense: npt.NDArray[np.int8]
 
 
 @dataclass
@@ -46,6 +63,13 @@ class LinearModel:
     objective_offset: int = 0
     hint: dict[int, int] = field(default_factory=dict)
     stop_at: int | None = None
+    _rows: Rows | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        # The stacked rows are derived: a model sent to the solver process goes without.
+        state = dict(self.__dict__)
+        state["_rows"] = None
+        return state
 
     @property
     def num_vars(self) -> int:
@@ -68,14 +92,24 @@ class LinearModel:
 
         Repeated variables are summed; zero coefficients are dropped.
         """
-        pairs = np.array(list(terms), dtype=np.int64).reshape(-1, 2)
-        if len(pairs) and len(np.unique(pairs[:, 0])) == len(pairs):
-            keep = pairs[:, 1] != 0
-            var_idx, coefs = pairs[keep, 0], pairs[keep, 1]
+        pairs = terms if isinstance(terms, list) else list(terms)
+        n = len(pairs)
+        flat = np.fromiter(itertools.chain.from_iterable(pairs), dtype=np.int64, count=2 * n)
+        all_vars, all_coefs = flat[0::2], flat[1::2]
+        if n <= SMALL_ROW:
+            # Small rows (most of them): a set tells duplicates apart faster than numpy.
+            seen = all_vars.tolist()
+            unique = len(set(seen)) == n
         else:
-            var_idx, inverse = np.unique(pairs[:, 0], return_inverse=True)
+            ordered = np.sort(all_vars)
+            unique = not bool((ordered[1:] == ordered[:-1]).any())
+        if n and unique:
+            keep = all_coefs != 0
+            var_idx, coefs = all_vars[keep], all_coefs[keep]
+        else:
+            var_idx, inverse = np.unique(all_vars, return_inverse=True)
             coefs = np.zeros(len(var_idx), dtype=np.int64)
-            np.add.at(coefs, inverse, pairs[:, 1])
+            np.add.at(coefs, inverse, all_coefs)
             keep = coefs != 0
             var_idx, coefs = var_idx[keep], coefs[keep]
         self.constraints.append(
@@ -96,31 +130,84 @@ class LinearModel:
     def objective_vector(self) -> npt.NDArray[np.float64]:
         """The objective's coefficients as one float per variable (the offset apart)."""
         out = np.zeros(self.num_vars)
-        for v, coef in self.objective.items():
-            out[v] = coef
+        if self.objective:
+            n = len(self.objective)
+            out[np.fromiter(self.objective.keys(), dtype=np.int64, count=n)] = np.fromiter(
+                self.objective.values(), dtype=np.float64, count=n
+            )
         return out
 
     def value(self, values: npt.NDArray[np.int64]) -> int:
         """The objective at ``values``."""
-        return self.objective_offset + sum(c * int(values[v]) for v, c in self.objective.items())
+        if not self.objective:
+            return self.objective_offset
+        n = len(self.objective)
+        idx = np.fromiter(self.objective.keys(), dtype=np.int64, count=n)
+        coefs = np.fromiter(self.objective.values(), dtype=np.int64, count=n)
+        # Each value truncated to an integer first, as ``int(values[v])`` would.
+        x = np.asarray(values)[idx].astype(np.int64)
+        return self.objective_offset + int(np.dot(coefs, x))
+
+    def rows(self) -> Rows:
+        """The constraints stacked row after row (see :class:`Rows`).
+
+        Stacked once per number of constraints and kept: the model only ever grows
+        (:meth:`add_constraint` appends), so the same count means the same rows.
+        """
+        if self._rows is not None and self._rows.count == len(self.constraints):
+            return self._rows
+        cs = self.constraints
+        n = len(cs)
+        lengths = np.fromiter((len(c.vars) for c in cs), dtype=np.int64, count=n)
+        senses = {"<=": 0, ">=": 1, "==": 2}
+        self._rows = Rows(
+            count=n,
+            vars=np.concatenate([c.vars for c in cs]).astype(np.int64) if n else np.zeros(0, np.int64),
+            coefs=np.concatenate([c.coefs for c in cs]).astype(np.int64) if n else np.zeros(0, np.int64),
+            starts=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            rhs=np.fromiter((c.rhs for c in cs), dtype=np.int64, count=n),
+            sense=np.fromiter((senses[c.sense] for c in cs), dtype=np.int8, count=n),
+        )
+        return self._rows
+
+    def row_values(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Each constraint's left-hand side at ``values`` (each value truncated to an
+        integer; 0 for an empty row)."""
+        rows = self.rows()
+        x = np.asarray(values).astype(np.int64)
+        # Row sums as differences of one running sum: exact in integers, and empty rows
+        # (which np.add.reduceat would get wrong) come out 0.
+        running = np.concatenate(([0], np.cumsum(rows.coefs * x[rows.vars])))
+        return running[rows.starts[1:]] - running[rows.starts[:-1]]
 
     def violations(self, values: npt.NDArray[np.int64]) -> list[str]:
         """Names of the bounds and constraints ``values`` breaks (empty when feasible)."""
-        out: list[str] = []
-        for i, v in enumerate(values):
-            if not self.lower[i] <= int(v) <= self.upper[i]:
-                out.append(f"bound of {self.names[i]}")
-        for c in self.constraints:
-            lhs = int(np.dot(c.coefs, values[c.vars])) if len(c.vars) else 0
-            ok = (
-                lhs <= c.rhs
-                if c.sense == "<="
-                else lhs >= c.rhs
-                if c.sense == ">="
-                else lhs == c.rhs
-            )
-            if not ok:
-                out.append(c.name or "constraint")
+        x = np.asarray(values).astype(np.int64)
+        lo = np.asarray(self.lower[: len(x)], dtype=np.int64)
+        hi = np.asarray(self.upper[: len(x)], dtype=np.int64)
+        out = [f"bound of {self.names[i]}" for i in np.flatnonzero((x < lo) | (x > hi))]
+        if not self.constraints:
+            return out
+        rows = self.rows()
+        lhs = self.row_values(x)
+        ok = np.where(
+            rows.sense == 0, lhs <= rows.rhs, np.where(rows.sense == 1, lhs >= rows.rhs, lhs == rows.rhs)
+        )
+        out += [self.constraints[i].name or "constraint" for i in np.flatnonzero(~ok)]
+        return out
+
+    def with_bounds(self, lower: list[int], upper: list[int], hint: dict[int, int]) -> LinearModel:
+        """This model with other bounds and hint; its constraints and objective shared."""
+        out = LinearModel(
+            names=self.names,
+            lower=lower,
+            upper=upper,
+            constraints=self.constraints,
+            objective=self.objective,
+            objective_offset=self.objective_offset,
+            hint=hint,
+        )
+        out._rows = self._rows  # the same rows: stacked once
         return out
 
     def restrict(
@@ -139,32 +226,54 @@ class LinearModel:
         new_index = np.full(self.num_vars, -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
         full = np.where(free, 0, lo)
+        kept = keep.tolist()
         small = LinearModel(
-            names=[self.names[v] for v in keep],
-            lower=[int(lo[v]) for v in keep],
-            upper=[int(hi[v]) for v in keep],
+            names=[self.names[v] for v in kept],
+            lower=lo[keep].tolist(),
+            upper=hi[keep].tolist(),
         )
-        for c in self.constraints:
-            mask = free[c.vars]
-            fixed = int(np.dot(c.coefs[~mask], full[c.vars[~mask]])) if (~mask).any() else 0
-            if not mask.any():
-                continue  # all fixed: the caller's bounds are assumed consistent
-            small.constraints.append(
-                Constraint(
-                    vars=new_index[c.vars[mask]],
-                    coefs=c.coefs[mask],
-                    sense=c.sense,
-                    rhs=c.rhs - fixed,
-                    name=c.name,
+        rows = self.rows()
+        if rows.count:
+            # Per row, at once: which terms are free, and the fixed terms' sum.
+            mask = free[rows.vars]
+            fixed_terms = np.where(mask, 0, rows.coefs * full[rows.vars])
+            fixed_sum = np.concatenate(([0], np.cumsum(fixed_terms)))
+            free_count = np.concatenate(([0], np.cumsum(mask)))
+            starts = rows.starts
+            n_free = free_count[starts[1:]] - free_count[starts[:-1]]
+            fixed = fixed_sum[starts[1:]] - fixed_sum[starts[:-1]]
+            small_vars = new_index[rows.vars]
+            # Rows with all terms fixed are dropped: the caller's bounds are assumed
+            # consistent.
+            for i in np.flatnonzero(n_free > 0).tolist():
+                c = self.constraints[i]
+                a, b = int(starts[i]), int(starts[i + 1])
+                here = mask[a:b]
+                small.constraints.append(
+                    Constraint(
+                        vars=small_vars[a:b][here],
+                        coefs=rows.coefs[a:b][here],
+                        sense=c.sense,
+                        rhs=c.rhs - int(fixed[i]),
+                        name=c.name,
+                    )
                 )
-            )
         offset = self.objective_offset
-        for v, coef in self.objective.items():
-            if free[v]:
-                small.objective[int(new_index[v])] = coef
-            else:
-                offset += coef * int(full[v])
+        if self.objective:
+            n = len(self.objective)
+            obj_vars = np.fromiter(self.objective.keys(), dtype=np.int64, count=n)
+            obj_coefs = np.fromiter(self.objective.values(), dtype=np.int64, count=n)
+            on = free[obj_vars]
+            small.objective = dict(
+                zip(new_index[obj_vars[on]].tolist(), obj_coefs[on].tolist(), strict=True)
+            )
+            offset += int(np.dot(obj_coefs[~on], full[obj_vars[~on]]))
         small.objective_offset = offset
-        small.hint = {int(new_index[v]): h for v, h in self.hint.items() if free[v]}
+        if self.hint:
+            n = len(self.hint)
+            hint_vars = np.fromiter(self.hint.keys(), dtype=np.int64, count=n)
+            hint_vals = np.fromiter(self.hint.values(), dtype=np.int64, count=n)
+            on = free[hint_vars]
+            small.hint = dict(zip(new_index[hint_vars[on]].tolist(), hint_vals[on].tolist(), strict=True))
         small.stop_at = self.stop_at  # the objectives are equal: the offset holds the rest
         return small, keep, full

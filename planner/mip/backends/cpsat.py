@@ -135,9 +135,7 @@ def _solve(
         for name, lo, hi in zip(model.names, model.lower, model.upper, strict=True)
     ]
     for c in model.constraints:
-        expr = cp_model.LinearExpr.weighted_sum(
-            [xs[int(v)] for v in c.vars], [int(a) for a in c.coefs]
-        )
+        expr = cp_model.LinearExpr.weighted_sum([xs[v] for v in c.vars.tolist()], c.coefs.tolist())
         if c.sense == "<=":
             cp.add(expr <= c.rhs)
         elif c.sense == ">=":

@@ -36,19 +36,12 @@ class HighsLp:
         n = model.num_vars
         # HiGHS minimizes.
         cost = -np.asarray(model.objective_vector() if objective is None else objective, dtype=np.float64)
-        starts = [0]
-        index: list[npt.NDArray[np.int64]] = []
-        value: list[npt.NDArray[np.int64]] = []
-        row_lo = np.empty(len(model.constraints))
-        row_hi = np.empty(len(model.constraints))
-        for i, c in enumerate(model.constraints):
-            index.append(c.vars)
-            value.append(c.coefs)
-            starts.append(starts[-1] + len(c.vars))
-            row_lo[i] = c.rhs if c.sense in (">=", "==") else -highspy.kHighsInf
-            row_hi[i] = c.rhs if c.sense in ("<=", "==") else highspy.kHighsInf
-        a_index = np.concatenate(index).astype(np.int32) if index else np.zeros(0, np.int32)
-        a_value = np.concatenate(value).astype(np.float64) if value else np.zeros(0)
+        rows = model.rows()
+        rhs = rows.rhs.astype(np.float64)
+        row_lo = np.where(rows.sense == 0, -highspy.kHighsInf, rhs)  # >= and == rows
+        row_hi = np.where(rows.sense == 1, highspy.kHighsInf, rhs)  # <= and == rows
+        a_index = rows.vars.astype(np.int32)
+        a_value = rows.coefs.astype(np.float64)
         with quiet_stdout():
             h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
@@ -62,7 +55,7 @@ class HighsLp:
         lp.row_lower_ = row_lo
         lp.row_upper_ = row_hi
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
+        lp.a_matrix_.start_ = rows.starts.astype(np.int32)
         lp.a_matrix_.index_ = a_index
         lp.a_matrix_.value_ = a_value
         h.passModel(lp)

@@ -97,3 +97,29 @@ def test_explain_says_why_a_job_is_preempted() -> None:
     assert "action: preempt at 00h00m" in text
     assert "why preempted: its minimum runtime ended at" in text
     assert "a1 (a)" in text
+
+
+def test_holders_seen_from_one_project() -> None:
+    """_Holders.of splits a pool-slice's runs into the project's own (urgent, priority,
+    GPUs) and the others' GPUs, and shows the other projects at or above its fair-share
+    weight (ratio 0.2 is above 0.5; ratio 2.0 below); with no other holder, none."""
+    from planner.mip.assemble import Run
+    from planner.mip.epoch import build_epoch
+    from planner.mip.explain import _Holders
+
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=3)
+        .project("a", ratio=0.5)
+        .project("b", ratio=2.0)
+        .project("c", ratio=0.2)
+        .running("ra", ("c-h100-000",), "a", gpus=8, priority=1)
+        .running("rb", ("c-h100-001",), "b", gpus=4)
+        .running("rc", ("c-h100-002",), "c", gpus=2)
+        .build()
+    )
+    epoch = build_epoch(snapshot)
+    runs = [Run(r.state, r.pool, 0, 1, r.state.nodes, True) for r in epoch.running]
+    seen = _Holders.of(epoch, runs, "a")
+    assert seen == _Holders(own=[(False, 1, 8)], others_gpus=6, ahead="c")
+    assert _Holders.of(epoch, runs[:1], "a").ahead is None

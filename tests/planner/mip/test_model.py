@@ -27,6 +27,34 @@ def test_violations_name_broken_constraints() -> None:
     assert m.violations(np.array([4, 0])) == ["bound of a", "cap"]
 
 
+def test_violations_check_every_sense_and_empty_rows() -> None:
+    """violations() checks <=, >= and == rows, in row order, and an empty row as 0."""
+    m = LinearModel()
+    a = m.add_var("a", 0, 5)
+    b = m.add_var("b", 0, 5)
+    m.add_constraint([(a, 1), (b, 1)], ">=", 3, "at_least")
+    m.add_constraint([(a, 0)], "<=", -1, "empty")  # no terms left: 0 <= -1 breaks
+    m.add_constraint([(a, 2), (b, -1)], "==", 1, "equal")
+    assert m.violations(np.array([1, 1])) == ["at_least", "empty"]
+    assert m.violations(np.array([2, 2])) == ["empty", "equal"]
+
+
+def test_row_values_follow_added_constraints() -> None:
+    """row_values() gives each row's left-hand side, also for rows added after a call."""
+    m = knapsack()
+    assert m.row_values(np.array([2, 1])).tolist() == [7]
+    m.add_constraint([(0, 1), (1, -4)], "<=", 0, "more")
+    assert m.row_values(np.array([2, 1])).tolist() == [7, -2]
+    assert m.rows().count == 2
+
+
+def test_value_truncates_like_int() -> None:
+    """value() reads each value as int() would, offset included."""
+    m = knapsack()
+    m.objective_offset = 10
+    assert m.value(np.array([2.9, 1.0])) == 10 + 3 * 2 + 5 * 1
+
+
 def test_bad_bounds_are_rejected() -> None:
     """A variable with its lower bound above its upper bound is an error."""
     with pytest.raises(ValueError, match="lower bound"):
@@ -113,3 +141,57 @@ def test_cpsat_stops_at_the_first_incumbent_reaching_stop_at() -> None:
     assert result.objective is not None and result.values is not None
     assert m.stop_at <= result.objective < full.objective
     assert m.violations(result.values) == []
+
+
+def test_restrict_drops_fixed_rows_and_keeps_orders() -> None:
+    """restrict() drops rows with every term fixed, moves fixed terms to the rhs, and
+    keeps the objective's and the hint's order over the free variables."""
+    m = LinearModel()
+    a = m.add_var("a", 0, 3)
+    b = m.add_var("b", 0, 3)
+    c = m.add_var("c", 0, 3)
+    m.add_constraint([(a, 1), (b, 1)], "<=", 4, "ab")
+    m.add_constraint([(c, 2), (b, 1)], ">=", 1, "cb")
+    m.add_objective(c, 7)
+    m.add_objective(b, 2)
+    m.add_objective(a, 1)
+    m.hint = {c: 1, a: 2, b: 0}
+    small, keep, full = m.restrict([0, 2, 0], [3, 2, 3])  # b fixed at 2
+    assert list(keep) == [0, 2]
+    assert [(k.name, k.vars.tolist(), k.coefs.tolist(), k.rhs) for k in small.constraints] == [
+        ("ab", [0], [1], 2),
+        ("cb", [1], [2], -1),
+    ]
+    assert list(small.objective.items()) == [(1, 7), (0, 1)]
+    assert small.objective_offset == 4
+    assert list(small.hint.items()) == [(1, 1), (0, 2)]
+    tiny, _, _ = m.restrict([1, 2, 0], [1, 2, 3])  # a and b fixed: row "ab" drops out
+    assert [k.name for k in tiny.constraints] == ["cb"]
+
+
+def test_with_bounds_shares_the_rows() -> None:
+    """with_bounds() gives the same constraints and objective under new bounds and hint."""
+    m = knapsack()
+    m.rows()
+    other = m.with_bounds([1, 0], [1, 0], {0: 1})
+    assert other.constraints is m.constraints and other.objective is m.objective
+    assert other.rows() is m.rows()
+    assert (other.lower, other.upper, other.hint) == ([1, 0], [1, 0], {0: 1})
+
+
+@pytest.mark.parametrize("size", [3, 100])
+def test_add_constraint_sums_repeats_and_drops_zeros(size: int) -> None:
+    """A row keeps its terms' order when no variable repeats (zero coefficients dropped),
+    and sums repeated variables in variable order otherwise, small rows and large alike."""
+    m = LinearModel()
+    for i in range(size):
+        m.add_var(f"v{i}", 0, 1)
+    order = list(range(size))[::-1]
+    m.add_constraint([(v, 0 if v == 1 else v + 1) for v in order], "<=", 5, "distinct")
+    rest = [(v, 1) for v in range(3, size)]
+    m.add_constraint((t for t in [(2, 3), (0, 1), *rest, (2, -3), (1, 2), (0, 1)]), ">=", 1, "repeats")
+    distinct, repeats = m.constraints
+    assert distinct.vars.tolist() == [v for v in order if v != 1]
+    assert distinct.coefs.tolist() == [v + 1 for v in order if v != 1]
+    assert repeats.vars.tolist() == [0, 1, *range(3, size)]
+    assert repeats.coefs.tolist() == [2, 2] + [1] * (size - 3)

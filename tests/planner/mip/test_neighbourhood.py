@@ -150,3 +150,17 @@ def test_no_focus_when_no_project_is_short() -> None:
     f, lp, incumbent = room_for_a()
     lp[f.u[("a", 0)]] = 0.0
     assert planner_mip._focus_neighbourhood(f, lp, incumbent, {}) is None
+
+
+def test_group_scores_by_hand() -> None:
+    """Groups [0, 1], [2], [] and [3]: the first differs (diff 0.5 on a coefficient of 10),
+    the second by only 1e-7, the last not at all; project stakes 100, 40, 7 and 20.
+    Scores: 0.5*10 + 0.001*10 + 100 = 105.01; 1e-7*4 + 0.004 + 40/4; 0 (empty); 0.002 + 20/4."""
+    diff = np.array([0.5, 0.0, 1e-7, 0.0])
+    coef = np.array([10.0, 3.0, 4.0, 2.0])
+    flat = np.array([0, 1, 2, 3])
+    counts = np.array([2, 1, 0, 1])
+    stake = np.array([100.0, 40.0, 7.0, 20.0])
+    scores = planner_mip._group_scores(flat, counts, diff, coef, stake)
+    assert scores.tolist() == pytest.approx([105.01, 1e-7 * 4 + 0.004 + 10.0, 0.0, 0.002 + 5.0], rel=1e-12)
+    assert scores[2] == 0.0
