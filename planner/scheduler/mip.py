@@ -72,6 +72,7 @@ class MipPolicy:
         funded_lane: bool = True,
         early_starts: bool = True,
         lazy_stops: bool = True,
+        fast_over_reserved: bool = False,
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -109,6 +110,9 @@ class MipPolicy:
         self.funded_lane = funded_lane
         self.early_starts = early_starts
         self.lazy_stops = lazy_stops
+        # The fast lane may take idle GPUs the plan reserved for later starts (off: being
+        # measured, docs/metrics.md, "The next candidate").
+        self.fast_over_reserved = fast_over_reserved
         self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
         self.held: set[str] = set()
 
@@ -664,8 +668,12 @@ class MipPolicy:
         before its minimum runtime ends; non-resumable funded work (which the plan never
         preempts) none that are reserved. In the fast lane (``fast``), a debug job also
         takes GPUs only planned starts of free work want, and those wanted only after
-        its declared end: a debug job is short, free work can wait.
+        its declared end: a debug job is short, free work can wait. With
+        ``fast_over_reserved`` it takes any of them: the planned start it delays waits
+        for it to end, or takes other room.
         """
+        if fast and self.fast_over_reserved:
+            return dict(free)
         job = run.job
         now = self.engine.now
         if until is None:

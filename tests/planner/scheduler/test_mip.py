@@ -167,6 +167,29 @@ def test_a_debug_job_of_unknown_duration_takes_the_fast_lane() -> None:
     assert dbg.nodes != ("c-h100-001",)  # the node G's planned start wants
 
 
+def test_with_fast_over_reserved_a_debug_job_takes_gpus_a_planned_start_wants() -> None:
+    """H holds half of node 001 until slice 1, where the plan starts G on the whole node:
+    the 4 idle GPUs there are G's. A debug job that would still run then waits for them
+    by default, and starts there at once with ``fast_over_reserved`` (G then waits for
+    it instead)."""
+    s = build([
+        {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "H", "project": "a", "gpus": 4, "duration": SLICE, "min_runtime": SLICE},
+        {"id": "G", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+    ], nodes=2, shares={"a": 1, "b": 1})
+    f, h = _assign("F", "a", "c-h100-000", 8, True), _assign("H", "a", "c-h100-001", 4, True)
+    plan = _two_slices((f, h), (f, _assign("G", "a", "c-h100-001", 8, True)))
+    for over, started in ((False, False), (True, True)):
+        core = Scheduler(s, HandPlanned(plan, fast_over_reserved=over))
+        core.add_job(Job(id="dbg", project="b", gpus=2, duration=1200.0, min_runtime=300))
+        core.step(0.0, [Event(SUBMIT, j) for j in ("F", "H", "G")])
+        core.step(60.0, [Event(SUBMIT, "dbg")])
+        dbg = core.by_id["dbg"]
+        assert (dbg.status == "running") is started
+        if started:
+            assert dbg.nodes == ("c-h100-001",) and dbg.run_start == 60.0
+
+
 def _two_slices(first: tuple[Assignment, ...], rest: tuple[Assignment, ...]) -> Plan:
     return Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
                 slices=(Slice(start=0, end=SLICE, assignments=first),
