@@ -110,8 +110,8 @@ class MipPolicy:
         self.funded_lane = funded_lane
         self.early_starts = early_starts
         self.lazy_stops = lazy_stops
-        # The fast lane may take idle GPUs the plan reserved for later starts (off: being
-        # measured, docs/metrics.md, "The next candidate").
+        # The fast lane may take idle GPUs the plan reserved for later starts (off: it
+        # costs gang-heavy's worst project; docs/metrics.md, "The next candidate").
         self.fast_over_reserved = fast_over_reserved
         self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
         self.held: set[str] = set()
