@@ -505,7 +505,7 @@ def _try_start(
     pools = [(p, epoch.pools[p], epoch.pools[p].taken(job.gpus)) for p in cls.pools]
     for first in range(epoch.slices):
         for p, pool, taken in pools:
-            if board.totals[(pool.index, first)] < taken:
+            if board.pool_free(pool, first) < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
             nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))
