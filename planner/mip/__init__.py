@@ -88,6 +88,12 @@ BOUND_SHARE = 0.25
 #: 0.35, 0.16 and 0.08 points tighter on seeds 1-3; in the planner, two runs of 3 seeds
 #: each: median 3.71% and 3.46% without, 3.05% and 3.11% with.
 LAGRANGIAN_DEEPER = 40
+#: An earlier answer of a neighbourhood search (``earlier_incumbents``) is placed only
+#: when the model values it at most this share of the bound below the best placed plan.
+#: On all families, 3 seeds each (docs/formulation.md, fifth pass): the earlier answers
+#: that won were at most 0.06% of the bound below it, once placed and filled; those
+#: 0.1-1.3% below never won, and each placement took 0.1-0.3 s of the searches' time.
+EARLIER_SLACK = 0.001
 #: Seconds one neighbourhood search may take at most.
 SEARCH_CAP = 2.0
 #: Job decisions freed by the second neighbourhood; later ones grow by half after a
@@ -101,6 +107,10 @@ NEXT_VARS = 1500
 #: 3.81% (median, worst), type-restricted 2.45%, 3.14% to 2.25%, 2.48%; warm never
 #: qualifies; without the share (every other search), warm lost 0.2 points.
 FOCUS_SHARE = 0.3
+#: At most this many projects share one focus neighbourhood: when the shortest project
+#: alone holds less than :data:`FOCUS_SHARE` of the gap, the next short projects whose LP
+#: work lies mostly in its pool join it until they hold that share together.
+FOCUS_PROJECTS = 6
 
 #: Weight of a project's utility at stake in the score of each of its job groups
 #: (:func:`_next_neighbourhood`).
@@ -429,14 +439,17 @@ def _lp_guided(
         focus = None
         gap_q = max(bound - (best.objective or 0.0), 1.0)
         if round_ % 2 == 1:
-            focus = _focus_neighbourhood(form, lp_values, best.values, focused)
+            focus = _focus_neighbourhood(form, lp_values, best.values, focused, FOCUS_SHARE * gap_q)
             if focus is not None and focus[3] < FOCUS_SHARE * gap_q:
                 focus = None
         if focus is not None:
-            sub, project, pool, short = focus
+            sub, projects, pool, short = focus
             chosen: list[int] = []
-            focused[project] = focused.get(project, 0) + 1
-            kind = f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
+            for project in projects:
+                focused[project] = focused.get(project, 0) + 1
+            kind = (
+                f"room for {', '.join(projects)} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
+            )
         else:
             by_pool = restricted and round_ % 4 in (1, 2, 3)
             sub, chosen = _next_neighbourhood(
@@ -458,21 +471,26 @@ def _lp_guided(
         spent = time.perf_counter() - started
         why = _why_search(found, small, SEARCH_GAP_SHARE * rel_gap)
         answers = [] if found.values is None else [found.values, *found.earlier]
-        tried = 0
+        tried = skipped = 0
         improved = False
         for answer in answers:
-            # The last answer is always placed; earlier ones while time is left.
+            # The last answer is always placed; earlier ones while time is left, and
+            # only those the model values near the best placed plan (see EARLIER_SLACK).
             if tried and time.perf_counter() + best.place_s > deadline:
                 break
-            tried += 1
             # Compare placed plans: placement can lose some of what the model gained,
             # and an earlier, slightly worse answer may lose less.
             cand = full.copy()
             cand[keep] = answer
+            if tried and not _worth_placing(float(form.model.value(cand)), best.objective, bound):
+                skipped += 1
+                continue
+            tried += 1
             improved |= best.offer(form, epoch, previous, cand, found.message)
         searches.append(
             f"{round_}: {small.num_vars} variables ({kind}) in {spent:.2f}s, {why}"
             + (f", {tried} answers placed" if tried > 1 else "")
+            + (f", {skipped} earlier too far below to place" if skipped else "")
             + f", gap {best.gap(bound):.2%}"
         )
         for g in chosen:
@@ -511,6 +529,14 @@ def _lp_guided(
         best.placed,
         ended,
     )
+
+
+def _worth_placing(value: float, best: float | None, bound: float) -> bool:
+    """Whether an earlier answer of a search, of model objective ``value``, is worth
+    placing next to the best placed plan so far (objective ``best``): only when it is
+    at most :data:`EARLIER_SLACK` of the bound below it. Placement and the fill rarely
+    add more than that."""
+    return best is None or value >= best - EARLIER_SLACK * max(abs(bound), 1.0)
 
 
 def _why_search(found: SolveResult, model: LinearModel, rel_gap: float) -> str:
@@ -656,18 +682,25 @@ def _focus_neighbourhood(
     lp_values: npt.NDArray[np.float64],
     incumbent: npt.NDArray[np.int64],
     focused: dict[str, int],
-) -> tuple[LinearModel, str, int, float] | None:
-    """A neighbourhood that makes room for the project the incumbent leaves shortest.
+    want: float = 0.0,
+) -> tuple[LinearModel, tuple[str, ...], int, float] | None:
+    """A neighbourhood that makes room for the projects the incumbent leaves shortest.
 
     The project whose utility the LP optimum values most above the incumbent's
-    (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was the focus)
-    gets all its starts freed, each over its whole range; in the pool where the LP
-    starts most of its work, every decision that runs or that the LP starts (running
-    jobs' slices, starts with a value in either) is freed within one of both values, so
-    that the search can stop or move the work that must make room (a 512-GPU gang needs
-    64 whole nodes, many other groups' worth). The auxiliary variables are free,
-    everything else is fixed at the incumbent. Returns the model, the project and the
-    pool; ``None`` when no project is short.
+    (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was a focus)
+    leads; its pool is the one where the LP starts most of its work. While the projects
+    chosen fall short of ``want`` together, the next short projects whose LP work is
+    largest in that pool join, in the same order, at most :data:`FOCUS_PROJECTS` in
+    all (0: the lead alone): where no one project holds much of the gap, several that
+    compete for one pool do, and the room one search makes in the pool serves them all.
+    Every start of a chosen project is freed over its whole range; in the pool, every
+    decision that runs or that the LP starts (running jobs' slices, starts with a value
+    in either) is freed within one of both values, so that the search can stop or move
+    the work that must make room (a 512-GPU gang needs 64 whole nodes, many other
+    groups' worth); so are the chosen projects' running jobs. The auxiliary variables
+    are free, everything else is fixed at the incumbent. Returns the model, the projects
+    (the lead first), the pool and their shortfall together; ``None`` when no project is
+    short.
     """
     m = form.model
     epoch = form.epoch
@@ -679,18 +712,34 @@ def _focus_neighbourhood(
     ranked = sorted(short, key=lambda p: (-short[p] * 0.5 ** focused.get(p, 0), p))
     if not ranked or short[ranked[0]] <= 0:
         return None
-    project = ranked[0]
     table = form.start_table()
-    own_class = np.array([c.project == project for c in epoch.classes], dtype=bool)
-    own = own_class[table.cls] if len(table.var) else np.zeros(0, dtype=bool)
-    mass: dict[int, float] = {}
-    # In x's order, as the sums always were.
-    for i in np.flatnonzero(own & (lp_values[table.var] > 1e-6)).tolist():
+    # Each project's LP work (GPU-slices) by pool, in x's order, as the sums always were.
+    mass: dict[str, dict[int, float]] = {}
+    started = np.flatnonzero(lp_values[table.var] > 1e-6) if len(table.var) else np.zeros(0, dtype=np.int64)
+    for i in started.tolist():
         cls, p, var = epoch.classes[int(table.cls[i])], int(table.pool[i]), int(table.var[i])
-        mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
-    if not mass:
+        here = mass.setdefault(cls.project, {})
+        here[p] = here.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
+
+    def main_pool(project: str) -> int | None:
+        own = mass.get(project)
+        return max(sorted(own), key=lambda p: own[p]) if own else None
+
+    lead = ranked[0]
+    pool = main_pool(lead)
+    if pool is None:
         return None
-    pool = max(sorted(mass), key=lambda p: mass[p])
+    chosen = [lead]
+    total = short[lead]
+    for project in ranked[1:]:
+        if total >= want or len(chosen) >= FOCUS_PROJECTS or short[project] <= 0:
+            break
+        if main_pool(project) == pool:
+            chosen.append(project)
+            total += short[project]
+    members = set(chosen)
+    own_class = np.array([c.project in members for c in epoch.classes], dtype=bool)
+    own = own_class[table.cls] if len(table.var) else np.zeros(0, dtype=bool)
     lower = [int(v) for v in incumbent]
     upper = list(lower)
     for var in table.var[own].tolist():
@@ -699,9 +748,9 @@ def _focus_neighbourhood(
     for var in table.var[near].tolist():
         lower[var], upper[var] = _around(m, var, lp_values, incumbent)
     for (j, _), var in form.z.items():
-        if epoch.running[j].pool == pool or epoch.running[j].state.job.project == project:
+        if epoch.running[j].pool == pool or epoch.running[j].state.job.project in members:
             lower[var], upper[var] = m.lower[var], m.upper[var]
-    return _sub_model(form, lower, upper, incumbent), project, pool, short[project]
+    return _sub_model(form, lower, upper, incumbent), tuple(chosen), pool, total
 
 
 def _decomposed(
