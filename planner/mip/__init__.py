@@ -59,10 +59,13 @@ MERGE_RESERVE = 1.0
 #: Models with more variables than this are solved LP-guided (:func:`_lp_guided`).
 LP_GUIDED_VARS = 2000
 #: LP roundings tried (:func:`~planner.mip.formulation.round_lp`: fractional parts from
-#: this up are rounded up; above 1, all down), in the order they won on the first seeds
-#: of the benchmark families (docs/formulation.md); 0.5 wins on gang-heavy seed 2 (4.63%
-#: against 5.46%), where large gangs sit at a half in the LP.
-ROUNDINGS = (0.7, 2.0, 0.5)
+#: this up are rounded up; above 1, all down), best first. Placed and filled on 3 seeds
+#: of every family (docs/formulation.md, fifth pass), of 0.7, 0.6, 0.5 and all down:
+#: 0.7 was best on 11 of 21, 0.6 on 7 (gang-heavy seed 2: 4.56% from the LP bound
+#: against 5.03%), 0.5 on 2 (many-projects), all down on 1 (type-restricted seed 2:
+#: 4.24% against 4.45%), so all down gave way to 0.6: the best of the three is better
+#: on 7 snapshots and worse on that one.
+ROUNDINGS = (0.7, 0.6, 0.5)
 #: The neighbourhood search stops once its answer is within this fraction of the
 #: planner's ``rel_gap`` of the whole model's bound: its answers lose some objective to
 #: node placement (0.03-0.3% on the benchmark epochs), so a search that stops as soon as
@@ -107,10 +110,6 @@ NEXT_VARS = 1500
 #: 3.81% (median, worst), type-restricted 2.45%, 3.14% to 2.25%, 2.48%; warm never
 #: qualifies; without the share (every other search), warm lost 0.2 points.
 FOCUS_SHARE = 0.3
-#: At most this many projects share one focus neighbourhood: when the shortest project
-#: alone holds less than :data:`FOCUS_SHARE` of the gap, the next short projects whose LP
-#: work lies mostly in its pool join it until they hold that share together.
-FOCUS_PROJECTS = 6
 
 #: Weight of a project's utility at stake in the score of each of its job groups
 #: (:func:`_next_neighbourhood`).
@@ -439,17 +438,14 @@ def _lp_guided(
         focus = None
         gap_q = max(bound - (best.objective or 0.0), 1.0)
         if round_ % 2 == 1:
-            focus = _focus_neighbourhood(form, lp_values, best.values, focused, FOCUS_SHARE * gap_q)
+            focus = _focus_neighbourhood(form, lp_values, best.values, focused)
             if focus is not None and focus[3] < FOCUS_SHARE * gap_q:
                 focus = None
         if focus is not None:
-            sub, projects, pool, short = focus
+            sub, project, pool, short = focus
             chosen: list[int] = []
-            for project in projects:
-                focused[project] = focused.get(project, 0) + 1
-            kind = (
-                f"room for {', '.join(projects)} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
-            )
+            focused[project] = focused.get(project, 0) + 1
+            kind = f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
         else:
             by_pool = restricted and round_ % 4 in (1, 2, 3)
             sub, chosen = _next_neighbourhood(
@@ -682,25 +678,18 @@ def _focus_neighbourhood(
     lp_values: npt.NDArray[np.float64],
     incumbent: npt.NDArray[np.int64],
     focused: dict[str, int],
-    want: float = 0.0,
-) -> tuple[LinearModel, tuple[str, ...], int, float] | None:
-    """A neighbourhood that makes room for the projects the incumbent leaves shortest.
+) -> tuple[LinearModel, str, int, float] | None:
+    """A neighbourhood that makes room for the project the incumbent leaves shortest.
 
     The project whose utility the LP optimum values most above the incumbent's
-    (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was a focus)
-    leads; its pool is the one where the LP starts most of its work. While the projects
-    chosen fall short of ``want`` together, the next short projects whose LP work is
-    largest in that pool join, in the same order, at most :data:`FOCUS_PROJECTS` in
-    all (0: the lead alone): where no one project holds much of the gap, several that
-    compete for one pool do, and the room one search makes in the pool serves them all.
-    Every start of a chosen project is freed over its whole range; in the pool, every
-    decision that runs or that the LP starts (running jobs' slices, starts with a value
-    in either) is freed within one of both values, so that the search can stop or move
-    the work that must make room (a 512-GPU gang needs 64 whole nodes, many other
-    groups' worth); so are the chosen projects' running jobs. The auxiliary variables
-    are free, everything else is fixed at the incumbent. Returns the model, the projects
-    (the lead first), the pool and their shortfall together; ``None`` when no project is
-    short.
+    (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was the focus)
+    gets all its starts freed, each over its whole range; in the pool where the LP
+    starts most of its work, every decision that runs or that the LP starts (running
+    jobs' slices, starts with a value in either) is freed within one of both values, so
+    that the search can stop or move the work that must make room (a 512-GPU gang needs
+    64 whole nodes, many other groups' worth). The auxiliary variables are free,
+    everything else is fixed at the incumbent. Returns the model, the project and the
+    pool; ``None`` when no project is short.
     """
     m = form.model
     epoch = form.epoch
@@ -712,34 +701,18 @@ def _focus_neighbourhood(
     ranked = sorted(short, key=lambda p: (-short[p] * 0.5 ** focused.get(p, 0), p))
     if not ranked or short[ranked[0]] <= 0:
         return None
+    project = ranked[0]
     table = form.start_table()
-    # Each project's LP work (GPU-slices) by pool, in x's order, as the sums always were.
-    mass: dict[str, dict[int, float]] = {}
-    started = np.flatnonzero(lp_values[table.var] > 1e-6) if len(table.var) else np.zeros(0, dtype=np.int64)
-    for i in started.tolist():
-        cls, p, var = epoch.classes[int(table.cls[i])], int(table.pool[i]), int(table.var[i])
-        here = mass.setdefault(cls.project, {})
-        here[p] = here.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
-
-    def main_pool(project: str) -> int | None:
-        own = mass.get(project)
-        return max(sorted(own), key=lambda p: own[p]) if own else None
-
-    lead = ranked[0]
-    pool = main_pool(lead)
-    if pool is None:
-        return None
-    chosen = [lead]
-    total = short[lead]
-    for project in ranked[1:]:
-        if total >= want or len(chosen) >= FOCUS_PROJECTS or short[project] <= 0:
-            break
-        if main_pool(project) == pool:
-            chosen.append(project)
-            total += short[project]
-    members = set(chosen)
-    own_class = np.array([c.project in members for c in epoch.classes], dtype=bool)
+    own_class = np.array([c.project == project for c in epoch.classes], dtype=bool)
     own = own_class[table.cls] if len(table.var) else np.zeros(0, dtype=bool)
+    mass: dict[int, float] = {}
+    # In x's order, as the sums always were.
+    for i in np.flatnonzero(own & (lp_values[table.var] > 1e-6)).tolist():
+        cls, p, var = epoch.classes[int(table.cls[i])], int(table.pool[i]), int(table.var[i])
+        mass[p] = mass.get(p, 0.0) + float(lp_values[var]) * cls.gpus * cls.length(int(table.start[i]), epoch.slices)
+    if not mass:
+        return None
+    pool = max(sorted(mass), key=lambda p: mass[p])
     lower = [int(v) for v in incumbent]
     upper = list(lower)
     for var in table.var[own].tolist():
@@ -748,9 +721,9 @@ def _focus_neighbourhood(
     for var in table.var[near].tolist():
         lower[var], upper[var] = _around(m, var, lp_values, incumbent)
     for (j, _), var in form.z.items():
-        if epoch.running[j].pool == pool or epoch.running[j].state.job.project in members:
+        if epoch.running[j].pool == pool or epoch.running[j].state.job.project == project:
             lower[var], upper[var] = m.lower[var], m.upper[var]
-    return _sub_model(form, lower, upper, incumbent), tuple(chosen), pool, total
+    return _sub_model(form, lower, upper, incumbent), project, pool, short[project]
 
 
 def _decomposed(

@@ -129,8 +129,8 @@ def test_a_focus_neighbourhood_frees_the_short_project_and_its_pools_runs() -> N
     f, lp, incumbent = room_for_a()
     found = planner_mip._focus_neighbourhood(f, lp, incumbent, {})
     assert found is not None
-    sub, projects, pool, _ = found
-    assert (projects, f.epoch.pools[pool].cluster) == (("a",), "c")
+    sub, project, pool, _ = found
+    assert (project, f.epoch.pools[pool].cluster) == ("a", "c")
 
     def free(var: int) -> bool:
         return sub.lower[var] < sub.upper[var]
@@ -164,63 +164,6 @@ def test_group_scores_by_hand() -> None:
     scores = planner_mip._group_scores(flat, counts, diff, coef, stake)
     assert scores.tolist() == pytest.approx([105.01, 1e-7 * 4 + 0.004 + 10.0, 0.0, 0.002 + 5.0], rel=1e-12)
     assert scores[2] == 0.0
-
-
-def three_short() -> tuple[Formulation, np.ndarray, np.ndarray]:
-    """Pools ``c`` and ``d``, 2 nodes of 8 GPUs each; ``a``, ``b`` and ``e`` (ratio 1,
-    slope 800 in their first segment) each wait with one 8-GPU job that may run on
-    either pool. Incumbent: nothing runs. LP: half of ``a1`` and ``b1`` on ``c``, half
-    of ``e1`` on ``d``, from slice 0; 100, 60 and 80 quanta in the first segments of
-    ``a``, ``b`` and ``e``: shortfalls 80,000, 48,000 and 64,000."""
-    snapshot = (
-        SnapBuilder()
-        .pool("c", nodes=2)
-        .pool("d", nodes=2)
-        .project("a")
-        .project("b")
-        .project("e")
-        .queued("a1", "a")
-        .queued("b1", "b")
-        .queued("e1", "e")
-        .build()
-    )
-    f = apply(build_epoch(snapshot))
-    c_pool = next(p.index for p in f.epoch.pools if p.cluster == "c")
-    d_pool = next(p.index for p in f.epoch.pools if p.cluster == "d")
-    cls = {c.project: c.index for c in f.epoch.classes}
-    lp = np.zeros(f.model.num_vars)
-    lp[f.x[(cls["a"], c_pool, 0)]] = 0.5
-    lp[f.x[(cls["b"], c_pool, 0)]] = 0.5
-    lp[f.x[(cls["e"], d_pool, 0)]] = 0.5
-    for project, quanta in (("a", 100.0), ("b", 60.0), ("e", 80.0)):
-        lp[f.u[(project, 0)]] = quanta
-    return f, lp, np.zeros(f.model.num_vars, dtype=np.int64)
-
-
-def test_a_focus_short_of_the_share_takes_in_the_short_projects_of_its_pool() -> None:
-    """Wanting 120,000: ``a`` (80,000, on ``c``) leads; ``e`` (64,000) is next but its LP
-    work is on ``d``, so it stays out; ``b`` (48,000, on ``c``) joins: 128,000 together.
-    ``b1``'s starts are free over their whole range, ``e1``'s stay fixed."""
-    f, lp, incumbent = three_short()
-    found = planner_mip._focus_neighbourhood(f, lp, incumbent, {}, 120_000.0)
-    assert found is not None
-    sub, projects, pool, short = found
-    assert (projects, f.epoch.pools[pool].cluster, short) == (("a", "b"), "c", pytest.approx(128_000.0))
-    by_project = {p: [v for (c, _, _), v in f.x.items() if f.epoch.classes[c].project == p] for p in "abe"}
-    assert all(sub.lower[v] == 0 and sub.upper[v] == f.model.upper[v] for v in by_project["b"])
-    assert not any(sub.lower[v] < sub.upper[v] for v in by_project["e"])
-
-
-def test_a_focus_that_holds_the_share_alone_stays_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Wanting 80,000 or less, ``a`` alone; wanting more with ``FOCUS_PROJECTS`` at 1,
-    ``a`` alone too."""
-    f, lp, incumbent = three_short()
-    for want in (0.0, 80_000.0):
-        found = planner_mip._focus_neighbourhood(f, lp, incumbent, {}, want)
-        assert found is not None and found[1] == ("a",)
-    monkeypatch.setattr(planner_mip, "FOCUS_PROJECTS", 1)
-    found = planner_mip._focus_neighbourhood(f, lp, incumbent, {}, 1e9)
-    assert found is not None and found[1] == ("a",)
 
 
 def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
