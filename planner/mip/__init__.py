@@ -530,8 +530,8 @@ def _lp_guided(
 def _worth_placing(value: float, best: float | None, bound: float) -> bool:
     """Whether an earlier answer of a search, of model objective ``value``, is worth
     placing next to the best placed plan so far (objective ``best``): only when it is
-    at most :data:`EARLIER_SLACK` of the bound below it. Placement and the fill rarely
-    add more than that."""
+    at most :data:`EARLIER_SLACK` of the bound below it: in the benchmark runs that set
+    it, none further below won once placed and filled."""
     return best is None or value >= best - EARLIER_SLACK * max(abs(bound), 1.0)
 
 
