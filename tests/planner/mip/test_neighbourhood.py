@@ -164,3 +164,13 @@ def test_group_scores_by_hand() -> None:
     scores = planner_mip._group_scores(flat, counts, diff, coef, stake)
     assert scores.tolist() == pytest.approx([105.01, 1e-7 * 4 + 0.004 + 10.0, 0.0, 0.002 + 5.0], rel=1e-12)
     assert scores[2] == 0.0
+
+
+def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
+    """Bound 1,000,000, best placed 900,000: the slack is 0.1% of the bound, 1,000; an
+    answer the model values at 899,000 is placed, one at 898,999 is not; with no
+    placed plan yet, any is."""
+    assert planner_mip.EARLIER_SLACK == 0.001
+    assert planner_mip._worth_placing(899_000.0, 900_000.0, 1_000_000.0)
+    assert not planner_mip._worth_placing(898_999.0, 900_000.0, 1_000_000.0)
+    assert planner_mip._worth_placing(0.0, None, 1_000_000.0)
