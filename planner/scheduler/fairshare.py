@@ -51,7 +51,7 @@ class FairSharePolicy:
         self.engine = engine
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
-        self._keys = self._group_keys()
+        self._ranks = self._group_ranks()
         engine.charge_hooks.append(self._refresh)
         self.victims = VictimIndex(engine, self._level, self._cost)
 
@@ -59,12 +59,16 @@ class FairSharePolicy:
         """Re-rank projects from the ledger (called at each charge point)."""
         e = self.engine
         self.ratio, self.order = rank_by_ratio(e.projects, e.ratios())
-        self._keys = self._group_keys()
+        self._ranks = self._group_ranks()
         self.victims.invalidate()
 
-    def _group_keys(self) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
-        """The queue groups in pass order: funded work by project, then unallocated."""
-        return [(p, True) for p in self.order], [(p, False) for p in self.order]
+    def _group_ranks(self) -> tuple[dict[tuple[str, bool], int], dict[tuple[str, bool], int]]:
+        """The queue groups' places in pass order: funded work by project, then
+        unallocated."""
+        return (
+            {(p, True): i for i, p in enumerate(self.order)},
+            {(p, False): i for i, p in enumerate(self.order)},
+        )
 
     def enqueue(self, run: JobRun) -> None:
         self.queue.push((run.job.project, run.job.allocated), run)
@@ -127,18 +131,31 @@ class FairSharePolicy:
             return
         if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
             return
-        groups = self.queue.groups
-        for funded, keys in zip((True, False), self._keys, strict=True):
+        queue = self.queue
+        groups = queue.groups
+        for funded, rank in zip((True, False), self._ranks, strict=True):
             # Shapes that failed this pass: no hole on idle GPUs, and (funded) no victims
             # at this project's ratio or any later project's (a higher one), so they fail
             # for every project after it too.
             dead: set[Shape] = set()
-            for key in keys:
+            # The groups in pass order that have work (most projects have none queued
+            # at a time); a preempted victim may bring work back to a later one.
+            live = queue.with_work(rank)
+            revived = queue.revived
+            i = 0
+            while i < len(live):
+                at, key = live[i]
+                i += 1
                 shapes = groups.get(key)
                 if not shapes or shapes.keys() <= dead:
                     continue  # nothing queued, or only shapes that already failed
-                for shape, run in self.queue.iter_group(e, key, dead):
-                    if self._try(run, allow_preempt=funded):
+                for shape, run in queue.iter_group(e, key, dead):
+                    started = self._try(run, allow_preempt=funded)
+                    if queue.revived != revived:
+                        revived = queue.revived
+                        del live[i:]
+                        live += queue.with_work(rank, at)
+                    if started:
                         continue
                     dead.add(shape)
                     if e.cluster.total_free == 0 and e.preemptible_gpus == 0:

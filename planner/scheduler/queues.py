@@ -61,6 +61,10 @@ def rank_by_ratio(
     return ratio, sorted(projects, key=lambda p: (ratio[p], p))
 
 
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
+
+
 def shape_of(run: JobRun) -> Shape:
     j = run.job
     return (j.gpus, j.gpu_types, j.clusters)
@@ -72,11 +76,34 @@ class ShapeQueues:
     def __init__(self, key: Callable[[JobRun], tuple[Any, ...]]) -> None:
         self.key = key
         self.groups: dict[Hashable, dict[Shape, list[tuple[Any, ...]]]] = {}
+        # Pushes into a group that had no queued shape: a pass that walks the groups
+        # it found with work (:meth:`with_work`) looks again when this moves.
+        self.revived = 0
 
     def push(self, group: Hashable, run: JobRun) -> None:
-        shapes = self.groups.setdefault(group, {})
+        shapes = self.groups.get(group)
+        if not shapes:
+            self.revived += 1
+            if shapes is None:
+                shapes = self.groups[group] = {}
         heap = shapes.setdefault(shape_of(run), [])
         heapq.heappush(heap, (*self.key(run), run.index, run.token))
+
+    def with_work(self, rank: Mapping[Any, int], after: int = -1) -> list[tuple[int, Hashable]]:
+        """``(rank, group)`` of the groups ranked in ``rank`` above ``after`` that hold a
+        queued shape, by rank.
+
+        A pass over the groups in rank order may walk only these: a group gains work
+        only by a push (when :attr:`revived` moves, ask again for the groups past the
+        current one).
+        """
+        found = []
+        for group, shapes in self.groups.items():
+            at = rank.get(group)
+            if at is not None and at > after and shapes:
+                found.append((at, group))
+        found.sort(key=_first)
+        return found
 
     def iter_group(
         self,
@@ -138,6 +165,8 @@ class ShapeQueues:
             for shape, heap in list(shapes.items()):
                 if not heap:
                     del shapes[shape]
+            if not shapes and self.groups.get(group) is shapes:
+                del self.groups[group]  # so that the groups held are those with work
 
 
 class _PoolIndex:
@@ -202,6 +231,10 @@ class VictimIndex:
         # Per pool, its whole-size nodes ordered for multi-node gangs (built on demand,
         # kept up to date as nodes are refreshed, dropped when the drained set changes).
         self.pools: dict[Pool, _PoolIndex] = {}
+        # Per pool, its non-drained nodes that hold a job that is ever a victim, in the
+        # pool's node order (built on demand, dropped when one of its nodes changes): the
+        # single-node search skips every other node anyway, and most nodes are such.
+        self.holders: dict[Pool, list[str]] = {}
         self._drained: frozenset[str] = frozenset()
         self.invalidate()
 
@@ -209,6 +242,7 @@ class VictimIndex:
         self.nodes.clear()
         self.failed.clear()
         self.pools.clear()
+        self.holders.clear()
         self.engine.touched.update(self.engine.cluster.nodes)
 
     def _refresh(self) -> None:
@@ -217,14 +251,18 @@ class VictimIndex:
         if cl.drained != self._drained:
             self._drained = frozenset(cl.drained)
             self.pools.clear()
+            self.holders.clear()
         if not e.touched:
             return
         self.failed.clear()
         runs = e.runs
         nodes = self.nodes
         pools = self.pools
+        holders = self.holders
+        info_of = cl.nodes
         cost, level = self.cost, self.level
         rated: dict[int, tuple[float, float]] = {}  # a gang's jobs are rated once
+        minus_inf = -math.inf
         for name in e.touched:
             entries = []
             for i in cl.jobs_on[name]:
@@ -234,14 +272,23 @@ class VictimIndex:
                     got = rated[i] = (cost(v), level(v))
                 entries.append((got[0], got[1], runs[i].per_node, i))
             entries.sort()
-            clear = min((x[1] for x in entries), default=math.inf)
-            total = sum(x[0] for x in entries)
-            top = max((x[1] for x in entries), default=-math.inf)
-            ever = sum(x[2] for x in entries if x[1] > -math.inf)
+            # One loop for what min/sum/max/sum of four generators gave (the same
+            # values: the costs are added in the same order, from 0).
+            clear, total, top, ever = math.inf, 0.0, minus_inf, 0
+            for c, lv, per_node, _ in entries:
+                total += c
+                if lv < clear:
+                    clear = lv
+                if lv > top:
+                    top = lv
+                if lv > minus_inf:
+                    ever += per_node
             old = nodes.get(name)
             nodes[name] = (clear, total, entries, top, ever)
+            if holders:
+                holders.pop(info_of[name].pool, None)
             if pools:
-                info = cl.nodes[name]
+                info = info_of[name]
                 index = pools.get(info.pool)
                 if index is not None and info.size == cl.max_size[info.pool] and name not in cl.drained:
                     if old is not None:
@@ -261,6 +308,19 @@ class VictimIndex:
                 if size == max_size and name not in cl.drained
             ])
         return index
+
+    def _holders(self, pool: Pool, size: Mapping[str, int]) -> list[str]:
+        """The pool's non-drained nodes with a job that is ever a victim, in ``size``'s
+        order (a node without one never opens a hole: its top level is ``-inf``)."""
+        found = self.holders.get(pool)
+        if found is None:
+            drained = self.engine.cluster.drained
+            nodes = self.nodes
+            minus_inf = -math.inf
+            found = self.holders[pool] = [
+                name for name in size if name not in drained and nodes[name][3] > minus_inf
+            ]
+        return found
 
     def find(
         self,
@@ -296,8 +356,9 @@ class VictimIndex:
         best: tuple[float, Pool, list[int]] | None = None
         for pool, ps, max_size in cl.allowed_pools(job):
             if gpus <= max_size:
-                for name, size in ps.size.items():
-                    if name in drained or size < gpus or name in exclude:
+                sizes = ps.size
+                for name in self._holders(pool, sizes):
+                    if sizes[name] < gpus or name in exclude:
                         continue
                     got = free[name]
                     if got >= gpus:

@@ -138,6 +138,11 @@ class ClusterState:
                 ps.open_free[name] = size
         # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
         self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
+        # Bumps whenever a node's free GPUs or drained state change: a placement that
+        # found no hole finds none again until it moves (see ``no_hole``).
+        self.version = 0
+        # Job shape (gpus, gpu types, clusters) -> the version at which it found no hole.
+        self.no_hole: dict[tuple[int, Any, Any], int] = {}
         self.capacity_h100 = scenario.capacity_h100()  # drained nodes included
         self.available_gpus = sum(n.size for n in self.nodes.values())
         self.available_h100 = sum(n.size * n.rate for n in self.nodes.values())
@@ -158,6 +163,7 @@ class ClusterState:
     # -- incremental updates --------------------------------------------------------
 
     def _set_free(self, name: str, value: int) -> None:
+        self.version += 1
         old = self.free[name]
         self.free[name] = value
         if name in self.drained:
@@ -189,6 +195,7 @@ class ClusterState:
         """Stop ``name`` taking new work (its running jobs stay until moved off)."""
         if name in self.drained:
             return
+        self.version += 1
         info = self.nodes[name]
         ps = self.pools[info.pool]
         f = self.free[name]
@@ -203,6 +210,7 @@ class ClusterState:
         """Let ``name`` take new work again (its maintenance window ended)."""
         if name not in self.drained:
             return
+        self.version += 1
         self.drained.discard(name)
         info = self.nodes[name]
         ps = self.pools[info.pool]
