@@ -123,13 +123,19 @@ class ShapeQueues:
             return
         runs = engine.runs
         pop = heapq.heappop
-        stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = []
+        # Only a consumer that passes ``skip`` stashes skipped jobs (it may add to it as
+        # the iteration goes).
+        stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] | None = None
         stashed: set[int] = set()  # ids of the heaps with entries in the stash
+        if skip is not None:
+            stash = []
+        done = False
         try:
             while True:
                 best: tuple[Any, ...] | None = None
                 best_shape: Shape | None = None
-                empty: list[Shape] = []
+                best_heap: list[tuple[Any, ...]] = []
+                empty: list[Shape] | None = None
                 for shape, heap in shapes.items():
                     if shape in dead:
                         continue
@@ -139,32 +145,41 @@ class ShapeQueues:
                         run = runs[head[-2]]
                         if run.status != "queued" or run.token != head[-1]:
                             pop(heap)
-                        elif skip and head[-2] in skip:
+                        elif stash is not None and skip and head[-2] in skip:
                             stash.append((heap, pop(heap)))
                             stashed.add(id(heap))
                         else:
                             break
                     if not heap:
                         if id(heap) not in stashed:
+                            if empty is None:
+                                empty = []
                             empty.append(shape)
                         continue
                     if best is None or heap[0] < best:
-                        best, best_shape = heap[0], shape
-                for shape in empty:
-                    del shapes[shape]
+                        best, best_shape, best_heap = heap[0], shape, heap
+                if empty is not None:
+                    for shape in empty:
+                        del shapes[shape]
                 if best is None or best_shape is None:
+                    done = True
                     return
                 run = runs[best[-2]]
                 yield best_shape, run
-                head_heap = shapes.get(best_shape)
-                if head_heap and head_heap[0] is best and run.status != "queued":
-                    pop(head_heap)
+                # The shape's heap is still in ``shapes``: only this iteration deletes.
+                if best_heap and best_heap[0] is best and run.status != "queued":
+                    pop(best_heap)
         finally:
-            for heap, entry in stash:
-                heapq.heappush(heap, entry)
-            for shape, heap in list(shapes.items()):
-                if not heap:
-                    del shapes[shape]
+            if stash:
+                for heap, entry in stash:
+                    heapq.heappush(heap, entry)
+            if not done or stash:
+                # Stopped early (or jobs came back from the stash): drop emptied shapes.
+                # Run to the end, the last step dropped every emptied heap it saw, and
+                # the heaps of shapes in ``dead`` were never popped.
+                for shape, heap in list(shapes.items()):
+                    if not heap:
+                        del shapes[shape]
             if not shapes and self.groups.get(group) is shapes:
                 del self.groups[group]  # so that the groups held are those with work
 
