@@ -563,13 +563,13 @@ class _Mirror:
             s, e, project, values = s[inside], e[inside], project[inside], values[:, inside]
         fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
         n = len(self.names)
-        sums = [np.bincount(project, weights=values[k] * fraction, minlength=n) for k in range(4)]
-        present = np.bincount(project, minlength=n) > 0
-        return {
-            self.names[i]: Totals(float(sums[0][i]), float(sums[1][i]), float(sums[2][i]), float(sums[3][i]))
-            for i in range(n)
-            if present[i]
-        }
+        # As lists of Python floats (the same values as float() of each element).
+        a, b, c, d = (
+            np.bincount(project, weights=values[k] * fraction, minlength=n).tolist() for k in range(4)
+        )
+        present = (np.bincount(project, minlength=n) > 0).tolist()
+        names = self.names
+        return {names[i]: Totals(a[i], b[i], c[i], d[i]) for i in range(n) if present[i]}
 
 
 def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
