@@ -599,16 +599,21 @@ def try_place(
     cl = engine.cluster
     # Whether a hole exists depends on the shape and the free GPUs alone (``prefer`` only
     # picks among holes): a pass asks again for the same shape (for the next project,
-    # funded then unallocated) while nothing changed, and gets the same no.
-    shape = (gpus, job.gpu_types, job.clusters)
-    if cl.no_hole.get(shape) == cl.version:
+    # funded then unallocated) while nothing changed, and gets the same no; on pools of
+    # one node size, so does a bigger gang.
+    key = (job.gpu_types, job.clusters)
+    memo = cl.no_hole.get(key)
+    if memo is not None and memo[0] == cl.version and (
+        gpus == memo[1] or (gpus > memo[1] and cl.uniform_pools(job))
+    ):
         return None
     for pool, ps, max_size in cl.allowed_pools(job):  # candidate_pools, inlined
         if ps.can_fit(gpus, max_size):
             nodes = place_gang(ps.open_free, ps.size, gpus, prefer)
             if nodes is not None:
                 return pool, nodes
-    cl.no_hole[shape] = cl.version
+    if memo is None or memo[0] != cl.version or gpus < memo[1]:
+        cl.no_hole[key] = (cl.version, gpus)
     return None
 
 

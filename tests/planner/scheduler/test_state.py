@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models import Cluster, NodeGroup, OrgUnit, Scenario, Workloads
+from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
 from planner.scheduler.state import ClusterState
 
 
@@ -29,3 +29,19 @@ def test_version_moves_with_free_gpus_and_drains() -> None:
     cl.undrain(name)
     seen.append(cl.version)
     assert seen == sorted(set(seen))
+
+
+def test_uniform_pools_tells_one_node_size_from_several() -> None:
+    """A job whose pools all have one node size is on uniform pools; a mixed pool is not."""
+    mixed = ClusterState(Scenario(
+        name="mixed",
+        clusters=(Cluster(name="alpha", node_groups=(
+            NodeGroup(gpu_type="H100", nodes=1, gpus_per_node=4),
+            NodeGroup(gpu_type="H100", nodes=1, gpus_per_node=8),
+        )),),
+        org=(OrgUnit(name="a", share=1),),
+        workloads=Workloads(jobs=()),
+    ))
+    job = Job(id="j", project="a", gpus=8)
+    assert _cluster().uniform_pools(job)
+    assert not mixed.uniform_pools(job)
