@@ -249,7 +249,9 @@ class VictimIndex:
         # Per pool, its non-drained nodes that hold a job that is ever a victim, in the
         # pool's node order (built on demand, dropped when one of its nodes changes): the
         # single-node search skips every other node anyway, and most nodes are such.
-        self.holders: dict[Pool, list[str]] = {}
+        # With them, the highest level of a job on them, and the most GPUs one of them
+        # could open (its free GPUs and those of its jobs that are ever victims).
+        self.holders: dict[Pool, tuple[list[str], float, int]] = {}
         self._drained: frozenset[str] = frozenset()
         self.invalidate()
 
@@ -324,17 +326,25 @@ class VictimIndex:
             ])
         return index
 
-    def _holders(self, pool: Pool, size: Mapping[str, int]) -> list[str]:
+    def _holders(self, pool: Pool, size: Mapping[str, int]) -> tuple[list[str], float, int]:
         """The pool's non-drained nodes with a job that is ever a victim, in ``size``'s
-        order (a node without one never opens a hole: its top level is ``-inf``)."""
+        order (a node without one never opens a hole: its top level is ``-inf``), the
+        highest level on them and the most GPUs one of them could open."""
         found = self.holders.get(pool)
         if found is None:
             drained = self.engine.cluster.drained
+            free = self.engine.cluster.free
             nodes = self.nodes
             minus_inf = -math.inf
-            found = self.holders[pool] = [
-                name for name in size if name not in drained and nodes[name][3] > minus_inf
-            ]
+            names = []
+            top, most = minus_inf, 0
+            for name in size:
+                summary = nodes[name]
+                if name not in drained and summary[3] > minus_inf:
+                    names.append(name)
+                    top = max(top, summary[3])
+                    most = max(most, free[name] + summary[4])
+            found = self.holders[pool] = (names, top, most)
         return found
 
     def find(
@@ -372,7 +382,10 @@ class VictimIndex:
         for pool, ps, max_size in cl.allowed_pools(job):
             if gpus <= max_size:
                 sizes = ps.size
-                for name in self._holders(pool, sizes):
+                holders, top, most = self._holders(pool, sizes)
+                if top <= threshold or most < gpus:
+                    continue  # no node of the pool passes the checks below
+                for name in holders:
                     if sizes[name] < gpus or name in exclude:
                         continue
                     got = free[name]
