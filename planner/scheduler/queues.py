@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
@@ -20,7 +21,13 @@ from planner.placement import nodes_needed
 from planner.scheduler.core import Scheduler
 from planner.scheduler.state import JobRun
 
-Shape = tuple[int, tuple[str, ...] | None, tuple[str, ...] | None]
+Shape = int
+"""A job shape (its GPUs, allowed GPU types and allowed clusters) by number: a pass
+hashes and compares shapes at every step, and a number is cheaper at both than the
+tuple (:func:`shape_of`)."""
+
+_SHAPES: dict[tuple[int, tuple[str, ...] | None, tuple[str, ...] | None], int] = {}
+_NEXT_SHAPE = itertools.count()
 
 
 def victim_level(engine: Scheduler, ratio: dict[str, float], v: JobRun) -> float:
@@ -66,8 +73,15 @@ def _first(item: tuple[int, Any]) -> int:
 
 
 def shape_of(run: JobRun) -> Shape:
+    """The number of ``run``'s shape, the same for every job of that shape (in every
+    queue and thread: numbers come from one counter, and ``setdefault`` keeps the first
+    one given to a shape)."""
     j = run.job
-    return (j.gpus, j.gpu_types, j.clusters)
+    key = (j.gpus, j.gpu_types, j.clusters)
+    found = _SHAPES.get(key)
+    if found is None:
+        found = _SHAPES.setdefault(key, next(_NEXT_SHAPE))
+    return found
 
 
 class ShapeQueues:

@@ -74,3 +74,16 @@ def test_victim_search_sees_a_node_whose_job_became_a_victim() -> None:
     found = index.find(want, 0.0)
     assert found is not None and [v.job.id for v in found[1]] == ["free"]
 
+
+
+def test_shape_numbers_tell_shapes_apart() -> None:
+    """Jobs of one shape share a number; another size or GPU type gets another."""
+    from planner.scheduler.queues import shape_of
+
+    e = _scheduler([
+        Job(id="a", project="a", gpus=8), Job(id="b", project="b", gpus=8),
+        Job(id="c", project="a", gpus=16), Job(id="d", project="a", gpus=8, gpu_types=("H100",)),
+    ])
+    a, b, c, d = (shape_of(e.by_id[i]) for i in "abcd")
+    assert a == b
+    assert len({a, c, d}) == 3
