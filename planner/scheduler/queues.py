@@ -146,29 +146,6 @@ class ShapeQueues:
         done = False
         try:
             while True:
-                if stash is None and len(shapes) == 1:
-                    # One shape queued (the common case): its head is the group's head.
-                    # The same step as below, without comparing heads.
-                    ((shape, heap),) = shapes.items()
-                    if shape in dead:
-                        done = True
-                        return
-                    while heap:
-                        head = heap[0]
-                        run = runs[head[-2]]
-                        if run.status != "queued" or run.token != head[-1]:
-                            pop(heap)
-                        else:
-                            break
-                    if not heap:
-                        del shapes[shape]
-                        done = True
-                        return
-                    run = runs[head[-2]]
-                    yield shape, run
-                    if heap and heap[0] is head and run.status != "queued":
-                        pop(heap)
-                    continue
                 best: tuple[Any, ...] | None = None
                 best_shape: Shape | None = None
                 best_heap: list[tuple[Any, ...]] = []
