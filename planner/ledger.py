@@ -574,6 +574,20 @@ class _Mirror:
 
 def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
     charged = u.allocated_gpu_h if u.charged_gpu_h is None else u.charged_gpu_h
+    start, end, allocated, unallocated, owed = (
+        u.start, u.end, u.allocated_gpu_h, u.unallocated_gpu_h, u.owed_gpu_h
+    )
+    # The common case, accepted at once: six floats, none negative but the times, their
+    # sum finite (so is each), a project, and an end after the start. Anything else
+    # takes the checks below, which say what is wrong.
+    if (
+        type(start) is float and type(end) is float and type(allocated) is float
+        and type(charged) is float and type(unallocated) is float and type(owed) is float
+        and allocated >= 0.0 and charged >= 0.0 and unallocated >= 0.0 and owed >= 0.0
+        and math.isfinite(start + end + allocated + charged + unallocated + owed)
+        and u.project and start < end
+    ):
+        return (u.project, start, end, allocated, charged, unallocated, owed)
     values = {
         "start": u.start,
         "end": u.end,

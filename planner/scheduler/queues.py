@@ -292,7 +292,7 @@ class VictimIndex:
         holders = self.holders
         info_of = cl.nodes
         cost, level = self.cost, self.level
-        rated: dict[int, tuple[float, float]] = {}  # a gang's jobs are rated once
+        rated: dict[int, tuple[float, float, int]] = {}  # a gang's jobs are rated once
         minus_inf = -math.inf
         for name in e.touched:
             entries = []
@@ -300,20 +300,27 @@ class VictimIndex:
                 got = rated.get(i)
                 if got is None:
                     v = runs[i]
-                    got = rated[i] = (cost(v), level(v))
-                entries.append((got[0], got[1], runs[i].per_node, i))
-            entries.sort()
-            # One loop for what min/sum/max/sum of four generators gave (the same
-            # values: the costs are added in the same order, from 0).
-            clear, total, top, ever = math.inf, 0.0, minus_inf, 0
-            for c, lv, per_node, _ in entries:
-                total += c
-                if lv < clear:
-                    clear = lv
-                if lv > top:
-                    top = lv
-                if lv > minus_inf:
-                    ever += per_node
+                    got = rated[i] = (cost(v), level(v), v.per_node)
+                entries.append((*got, i))
+            if len(entries) == 1:
+                # One job on the node (the common case): the loop below, unrolled.
+                c, clear, per_node, _ = entries[0]
+                top = clear
+                total = 0.0 + c
+                ever = per_node if clear > minus_inf else 0
+            else:
+                entries.sort()
+                # One loop for what min/sum/max/sum of four generators gave (the same
+                # values: the costs are added in the same order, from 0).
+                clear, total, top, ever = math.inf, 0.0, minus_inf, 0
+                for c, lv, per_node, _ in entries:
+                    total += c
+                    if lv < clear:
+                        clear = lv
+                    if lv > top:
+                        top = lv
+                    if lv > minus_inf:
+                        ever += per_node
             old = nodes.get(name)
             nodes[name] = (clear, total, entries, top, ever)
             if holders:
