@@ -304,9 +304,8 @@ _BASE: list[tuple[Scenario, str | None, Any]] = []
 
 def _sweep_base(scenario: Scenario, fingerprint: str | None) -> Any:
     """The sweep base of ``scenario``: the last one when it was made of this same
-    (frozen) scenario and fingerprint, so each edit of a what-if neither dumps the
-    scenario again nor sends it to the workers again (``scenarios.sweep`` keeps the last
-    base there)."""
+    (frozen) scenario and fingerprint, so each edit of a what-if does not dump the
+    scenario again."""
     from scenarios.sweep import SweepBase
 
     if _BASE and _BASE[0][0] is scenario and _BASE[0][1] == fingerprint:

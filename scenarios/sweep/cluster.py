@@ -96,7 +96,7 @@ def run_on_dask(
     bases: dict[int, Any] = {}
     for task in tasks:
         if id(task.base) not in bases:
-            bases[id(task.base)] = _scattered(client, task.base)
+            bases[id(task.base)] = client.scatter(task.base, broadcast=True, hash=False)
     futures = {
         client.submit(
             _run_with_base,
@@ -130,34 +130,6 @@ def run_on_dask(
         client.cancel(list(futures))
         if topic is not None:
             client.unsubscribe_topic(topic)
-
-
-_KEPT: list[tuple[str, SweepBase, Any]] = []
-"""The last base scattered: (client id, base, its future on the workers)."""
-
-
-def _scattered(client: Any, base: SweepBase) -> Any:
-    """``base`` on the workers: the one scattered for the previous sweep when it is the
-    same (same client, content and loaded scenario), else scattered now and kept.
-
-    A caller that sweeps the same scenario again and again (the what-if app, one sweep
-    per edit) then pays once for pickling it, sending it to every worker and unpickling
-    it there (for ai2-like about a second of CPU in all, per sweep); the workers hold
-    the last base in memory between sweeps.
-    """
-    if _KEPT:
-        client_id, kept, future = _KEPT[0]
-        if (
-            client_id == client.id
-            and kept.fingerprint == base.fingerprint
-            and kept.file == base.file
-            and kept.scenario is base.scenario
-            and future.status == "finished"
-        ):
-            return future
-    future = client.scatter(base, broadcast=True, hash=False)
-    _KEPT[:] = [(client.id, base, future)]
-    return future
 
 
 _NO_BASE = SweepBase(data={}, file="", fingerprint="")

@@ -438,30 +438,6 @@ def test_dask_sweep_equals_the_serial_sweep(two_workers: Client) -> None:
     assert len({task["worker"] for task in stream.data}) == 2
 
 
-def test_the_same_base_goes_to_the_workers_once(
-    two_workers: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Sweeping the same loaded scenario again reuses the copy the workers hold; another
-    scenario is sent anew. The rows are those of a sweep that sent it each time."""
-    sent: list[Any] = []
-    scatter = two_workers.scatter
-
-    def counting(data: Any, **kw: Any) -> Any:
-        sent.append(data)
-        return scatter(data, **kw)
-
-    monkeypatch.setattr(two_workers, "scatter", counting)
-    tiny = SweepBase.of_scenario(load_scenario("tiny"))
-    grid = {"options.seed": [1, 2]}
-    first = run_sweep(SweepConfig(base=tiny, grid=grid, policies=["legacy"], days=DAYS, client=two_workers))
-    again = run_sweep(SweepConfig(base=tiny, grid=grid, policies=["legacy"], days=DAYS, client=two_workers))
-    assert sent == [tiny]
-    pd.testing.assert_frame_equal(results(again.frame), results(first.frame))
-    other = SweepBase.of_scenario(load_scenario("tiny").model_copy(update={"name": "tiny-2"}))
-    run_sweep(SweepConfig(base=other, grid=grid, policies=["legacy"], days=DAYS, client=two_workers))
-    assert sent == [tiny, other]
-
-
 def test_a_local_cluster_preloads_the_modules_asked_for() -> None:
     """Workers of ``start_local_cluster(preload=...)`` have imported those modules."""
     from scenarios.sweep import start_local_cluster
