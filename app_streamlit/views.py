@@ -93,9 +93,10 @@ def _dask(scheduler: str | None, workers: int) -> Any:
         return dd.Client(scheduler, timeout="10s")
     if workers <= 0:
         return None
+    from app_streamlit.whatif import WORKER_PRELOAD
     from scenarios.sweep import start_local_cluster
 
-    return dd.Client(start_local_cluster(workers))
+    return dd.Client(start_local_cluster(workers, preload=WORKER_PRELOAD))
 
 
 def _workers() -> int:

@@ -42,6 +42,17 @@ the deployed planner's gap target (1 %) but stops the search after 2 s instead o
 a week is 168 plans, and on ai2-like most of a plan's time is the search running into
 its limit, not the model (``docs/app.md``, *Timing*). ``gpuplan run`` keeps its own
 defaults."""
+WORKER_PRELOAD = (
+    "scenarios.sweep",
+    "app_streamlit.whatif",
+    "app_streamlit.state",
+    "planner.simulator.engine",
+    "planner.simulator.metrics",
+    "planner.scheduler.fairshare",
+    "planner.scheduler.mip",
+)
+"""What a local Dask worker imports as it starts (:func:`replicate_run` and what it
+calls), so the first what-if does not wait for it."""
 
 OWED_WORDS = (
     "Owed: the GPU-hours a unit's share entitles it to, capped hour by hour by what its "
@@ -226,7 +237,7 @@ def run_points(
     RuntimeError
         If a point failed (with its error), after the others finished.
     """
-    from scenarios.sweep import SweepBase, SweepConfig, expand, run_sweep
+    from scenarios.sweep import SweepConfig, expand, run_sweep
 
     wanted = {(p.budgets, p.policy, p.replicate) for p in points}
     policies = list(dict.fromkeys(p.policy for p in points))
@@ -234,7 +245,7 @@ def run_points(
         options = RUN_OPTIONS.get(policies[0], {})
     sides = list(dict.fromkeys(p.budgets for p in points))
     reps = sorted({p.replicate for p in points})
-    base = SweepBase.of_scenario(scenario, fingerprint)
+    base = _sweep_base(scenario, fingerprint)
     # Replicate outermost, side fastest: the points go to the workers as pairs (current
     # and edited of replicate 0 first), so the first comparison is in after one round.
     grid: dict[str, list[Any]] = {"options.replicate": reps, "options.budgets": sides}
@@ -285,6 +296,23 @@ def run_points(
     if errors:
         raise RuntimeError(errors[0])
     return out
+
+
+_BASE: list[tuple[Scenario, str | None, Any]] = []
+"""The last sweep base made by :func:`_sweep_base`, with its scenario and fingerprint."""
+
+
+def _sweep_base(scenario: Scenario, fingerprint: str | None) -> Any:
+    """The sweep base of ``scenario``: the last one when it was made of this same
+    (frozen) scenario and fingerprint, so each edit of a what-if does not dump the
+    scenario again."""
+    from scenarios.sweep import SweepBase
+
+    if _BASE and _BASE[0][0] is scenario and _BASE[0][1] == fingerprint:
+        return _BASE[0][2]
+    base = SweepBase.of_scenario(scenario, fingerprint)
+    _BASE[:] = [(scenario, fingerprint, base)]
+    return base
 
 
 def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: list[list[object]] = []
     started = time.perf_counter()
-    cluster = start_local_cluster(args.workers)
+    cluster = start_local_cluster(args.workers, preload=whatif.WORKER_PRELOAD)
     client = Client(cluster)
     rows.append(["local Dask cluster start", "", f"{time.perf_counter() - started:.1f}", "", ""])
     try:

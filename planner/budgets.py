@@ -154,7 +154,7 @@ class UsageMeter:
         out = [
             Usage(project, start, end, row[0], row[1], row[2], row[3])
             for project, row in self._sums.items()
-            if any(v > 0.0 for v in row)
+            if row[0] > 0.0 or row[1] > 0.0 or row[2] > 0.0 or row[3] > 0.0
         ]
         self._sums = {}
         return out

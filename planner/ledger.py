@@ -563,17 +563,31 @@ class _Mirror:
             s, e, project, values = s[inside], e[inside], project[inside], values[:, inside]
         fraction = (np.minimum(e, end) - np.maximum(s, start)) / (e - s)
         n = len(self.names)
-        sums = [np.bincount(project, weights=values[k] * fraction, minlength=n) for k in range(4)]
-        present = np.bincount(project, minlength=n) > 0
-        return {
-            self.names[i]: Totals(float(sums[0][i]), float(sums[1][i]), float(sums[2][i]), float(sums[3][i]))
-            for i in range(n)
-            if present[i]
-        }
+        # As lists of Python floats (the same values as float() of each element).
+        a, b, c, d = (
+            np.bincount(project, weights=values[k] * fraction, minlength=n).tolist() for k in range(4)
+        )
+        present = (np.bincount(project, minlength=n) > 0).tolist()
+        names = self.names
+        return {names[i]: Totals(a[i], b[i], c[i], d[i]) for i in range(n) if present[i]}
 
 
 def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
     charged = u.allocated_gpu_h if u.charged_gpu_h is None else u.charged_gpu_h
+    start, end, allocated, unallocated, owed = (
+        u.start, u.end, u.allocated_gpu_h, u.unallocated_gpu_h, u.owed_gpu_h
+    )
+    # The common case, accepted at once: six floats, none negative but the times, their
+    # sum finite (so is each), a project, and an end after the start. Anything else
+    # takes the checks below, which say what is wrong.
+    if (
+        type(start) is float and type(end) is float and type(allocated) is float
+        and type(charged) is float and type(unallocated) is float and type(owed) is float
+        and allocated >= 0.0 and charged >= 0.0 and unallocated >= 0.0 and owed >= 0.0
+        and math.isfinite(start + end + allocated + charged + unallocated + owed)
+        and u.project and start < end
+    ):
+        return (u.project, start, end, allocated, charged, unallocated, owed)
     values = {
         "start": u.start,
         "end": u.end,

@@ -594,12 +594,26 @@ def try_place(
     engine: Scheduler, run: JobRun, prefer: tuple[str, ...] = ()
 ) -> tuple[Pool, tuple[str, ...]] | None:
     """Nodes for ``run`` in the first allowed pool with a hole of its shape, or ``None``."""
-    gpus = run.job.gpus
-    for pool, ps, max_size in engine.cluster.allowed_pools(run.job):  # candidate_pools, inlined
+    job = run.job
+    gpus = job.gpus
+    cl = engine.cluster
+    # Whether a hole exists depends on the shape and the free GPUs alone (``prefer`` only
+    # picks among holes): a pass asks again for the same shape (for the next project,
+    # funded then unallocated) while nothing changed, and gets the same no; on pools of
+    # one node size, so does a bigger gang.
+    key = (job.gpu_types, job.clusters)
+    memo = cl.no_hole.get(key)
+    if memo is not None and memo[0] == cl.version and (
+        gpus == memo[1] or (gpus > memo[1] and cl.uniform_pools(job))
+    ):
+        return None
+    for pool, ps, max_size in cl.allowed_pools(job):  # candidate_pools, inlined
         if ps.can_fit(gpus, max_size):
             nodes = place_gang(ps.open_free, ps.size, gpus, prefer)
             if nodes is not None:
                 return pool, nodes
+    if memo is None or memo[0] != cl.version or gpus < memo[1]:
+        cl.no_hole[key] = (cl.version, gpus)
     return None
 
 

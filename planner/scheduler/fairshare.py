@@ -43,7 +43,10 @@ class FairSharePolicy:
     name = "fairshare"
 
     def __init__(self) -> None:
+        # Funded work and unallocated work queue apart, each grouped by project: a pass
+        # walks the funded groups, then the unallocated ones.
         self.queue = ShapeQueues(within_project)
+        self.free_queue = ShapeQueues(within_project)
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
 
@@ -51,7 +54,7 @@ class FairSharePolicy:
         self.engine = engine
         self.ratio = {p: 0.0 for p in engine.projects}
         self.order = list(engine.projects)
-        self._keys = self._group_keys()
+        self._rank = self._project_rank()
         engine.charge_hooks.append(self._refresh)
         self.victims = VictimIndex(engine, self._level, self._cost)
 
@@ -59,15 +62,15 @@ class FairSharePolicy:
         """Re-rank projects from the ledger (called at each charge point)."""
         e = self.engine
         self.ratio, self.order = rank_by_ratio(e.projects, e.ratios())
-        self._keys = self._group_keys()
+        self._rank = self._project_rank()
         self.victims.invalidate()
 
-    def _group_keys(self) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
-        """The queue groups in pass order: funded work by project, then unallocated."""
-        return [(p, True) for p in self.order], [(p, False) for p in self.order]
+    def _project_rank(self) -> dict[str, int]:
+        """Each project's place in pass order (the queue groups are projects)."""
+        return {p: i for i, p in enumerate(self.order)}
 
     def enqueue(self, run: JobRun) -> None:
-        self.queue.push((run.job.project, run.job.allocated), run)
+        (self.queue if run.job.allocated else self.free_queue).push(run.job.project, run)
 
     def on_wake(self, tag: Any, now: float) -> None:
         pass
@@ -127,18 +130,31 @@ class FairSharePolicy:
             return
         if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
             return
-        groups = self.queue.groups
-        for funded, keys in zip((True, False), self._keys, strict=True):
+        rank = self._rank
+        for funded, queue in ((True, self.queue), (False, self.free_queue)):
+            groups = queue.groups
             # Shapes that failed this pass: no hole on idle GPUs, and (funded) no victims
             # at this project's ratio or any later project's (a higher one), so they fail
             # for every project after it too.
             dead: set[Shape] = set()
-            for key in keys:
+            # The groups in pass order that have work (most projects have none queued
+            # at a time); a preempted victim may bring work back to a later one.
+            live = queue.with_work(rank)
+            revived = queue.revived
+            i = 0
+            while i < len(live):
+                at, key = live[i]
+                i += 1
                 shapes = groups.get(key)
                 if not shapes or shapes.keys() <= dead:
                     continue  # nothing queued, or only shapes that already failed
-                for shape, run in self.queue.iter_group(e, key, dead):
-                    if self._try(run, allow_preempt=funded):
+                for shape, run in queue.iter_group(e, key, dead):
+                    started = self._try(run, allow_preempt=funded)
+                    if queue.revived != revived:
+                        revived = queue.revived
+                        del live[i:]
+                        live += queue.with_work(rank, at)
+                    if started:
                         continue
                     dead.add(shape)
                     if e.cluster.total_free == 0 and e.preemptible_gpus == 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
@@ -20,7 +21,13 @@ from planner.placement import nodes_needed
 from planner.scheduler.core import Scheduler
 from planner.scheduler.state import JobRun
 
-Shape = tuple[int, tuple[str, ...] | None, tuple[str, ...] | None]
+Shape = int
+"""A job shape (its GPUs, allowed GPU types and allowed clusters) by number: a pass
+hashes and compares shapes at every step, and a number is cheaper at both than the
+tuple (:func:`shape_of`)."""
+
+_SHAPES: dict[tuple[int, tuple[str, ...] | None, tuple[str, ...] | None], int] = {}
+_NEXT_SHAPE = itertools.count()
 
 
 def victim_level(engine: Scheduler, ratio: dict[str, float], v: JobRun) -> float:
@@ -61,9 +68,20 @@ def rank_by_ratio(
     return ratio, sorted(projects, key=lambda p: (ratio[p], p))
 
 
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
+
+
 def shape_of(run: JobRun) -> Shape:
+    """The number of ``run``'s shape, the same for every job of that shape (in every
+    queue and thread: numbers come from one counter, and ``setdefault`` keeps the first
+    one given to a shape)."""
     j = run.job
-    return (j.gpus, j.gpu_types, j.clusters)
+    key = (j.gpus, j.gpu_types, j.clusters)
+    found = _SHAPES.get(key)
+    if found is None:
+        found = _SHAPES.setdefault(key, next(_NEXT_SHAPE))
+    return found
 
 
 class ShapeQueues:
@@ -72,11 +90,34 @@ class ShapeQueues:
     def __init__(self, key: Callable[[JobRun], tuple[Any, ...]]) -> None:
         self.key = key
         self.groups: dict[Hashable, dict[Shape, list[tuple[Any, ...]]]] = {}
+        # Pushes into a group that had no queued shape: a pass that walks the groups
+        # it found with work (:meth:`with_work`) looks again when this moves.
+        self.revived = 0
 
     def push(self, group: Hashable, run: JobRun) -> None:
-        shapes = self.groups.setdefault(group, {})
+        shapes = self.groups.get(group)
+        if not shapes:
+            self.revived += 1
+            if shapes is None:
+                shapes = self.groups[group] = {}
         heap = shapes.setdefault(shape_of(run), [])
         heapq.heappush(heap, (*self.key(run), run.index, run.token))
+
+    def with_work(self, rank: Mapping[Any, int], after: int = -1) -> list[tuple[int, Hashable]]:
+        """``(rank, group)`` of the groups ranked in ``rank`` above ``after`` that hold a
+        queued shape, by rank.
+
+        A pass over the groups in rank order may walk only these: a group gains work
+        only by a push (when :attr:`revived` moves, ask again for the groups past the
+        current one).
+        """
+        found = []
+        for group, shapes in self.groups.items():
+            at = rank.get(group)
+            if at is not None and at > after and shapes:
+                found.append((at, group))
+        found.sort(key=_first)
+        return found
 
     def iter_group(
         self,
@@ -96,13 +137,19 @@ class ShapeQueues:
             return
         runs = engine.runs
         pop = heapq.heappop
-        stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] = []
+        # Only a consumer that passes ``skip`` stashes skipped jobs (it may add to it as
+        # the iteration goes).
+        stash: list[tuple[list[tuple[Any, ...]], tuple[Any, ...]]] | None = None
         stashed: set[int] = set()  # ids of the heaps with entries in the stash
+        if skip is not None:
+            stash = []
+        done = False
         try:
             while True:
                 best: tuple[Any, ...] | None = None
                 best_shape: Shape | None = None
-                empty: list[Shape] = []
+                best_heap: list[tuple[Any, ...]] = []
+                empty: list[Shape] | None = None
                 for shape, heap in shapes.items():
                     if shape in dead:
                         continue
@@ -112,32 +159,43 @@ class ShapeQueues:
                         run = runs[head[-2]]
                         if run.status != "queued" or run.token != head[-1]:
                             pop(heap)
-                        elif skip and head[-2] in skip:
+                        elif stash is not None and skip and head[-2] in skip:
                             stash.append((heap, pop(heap)))
                             stashed.add(id(heap))
                         else:
                             break
                     if not heap:
                         if id(heap) not in stashed:
+                            if empty is None:
+                                empty = []
                             empty.append(shape)
                         continue
                     if best is None or heap[0] < best:
-                        best, best_shape = heap[0], shape
-                for shape in empty:
-                    del shapes[shape]
+                        best, best_shape, best_heap = heap[0], shape, heap
+                if empty is not None:
+                    for shape in empty:
+                        del shapes[shape]
                 if best is None or best_shape is None:
+                    done = True
                     return
                 run = runs[best[-2]]
                 yield best_shape, run
-                head_heap = shapes.get(best_shape)
-                if head_heap and head_heap[0] is best and run.status != "queued":
-                    pop(head_heap)
+                # The shape's heap is still in ``shapes``: only this iteration deletes.
+                if best_heap and best_heap[0] is best and run.status != "queued":
+                    pop(best_heap)
         finally:
-            for heap, entry in stash:
-                heapq.heappush(heap, entry)
-            for shape, heap in list(shapes.items()):
-                if not heap:
-                    del shapes[shape]
+            if stash:
+                for heap, entry in stash:
+                    heapq.heappush(heap, entry)
+            if not done or stash:
+                # Stopped early (or jobs came back from the stash): drop emptied shapes.
+                # Run to the end, the last step dropped every emptied heap it saw, and
+                # the heaps of shapes in ``dead`` were never popped.
+                for shape, heap in list(shapes.items()):
+                    if not heap:
+                        del shapes[shape]
+            if not shapes and self.groups.get(group) is shapes:
+                del self.groups[group]  # so that the groups held are those with work
 
 
 class _PoolIndex:
@@ -202,6 +260,12 @@ class VictimIndex:
         # Per pool, its whole-size nodes ordered for multi-node gangs (built on demand,
         # kept up to date as nodes are refreshed, dropped when the drained set changes).
         self.pools: dict[Pool, _PoolIndex] = {}
+        # Per pool, its non-drained nodes that hold a job that is ever a victim, in the
+        # pool's node order (built on demand, dropped when one of its nodes changes): the
+        # single-node search skips every other node anyway, and most nodes are such.
+        # With them, the highest level of a job on them, and the most GPUs one of them
+        # could open (its free GPUs and those of its jobs that are ever victims).
+        self.holders: dict[Pool, tuple[list[str], float, int]] = {}
         self._drained: frozenset[str] = frozenset()
         self.invalidate()
 
@@ -209,6 +273,7 @@ class VictimIndex:
         self.nodes.clear()
         self.failed.clear()
         self.pools.clear()
+        self.holders.clear()
         self.engine.touched.update(self.engine.cluster.nodes)
 
     def _refresh(self) -> None:
@@ -217,31 +282,51 @@ class VictimIndex:
         if cl.drained != self._drained:
             self._drained = frozenset(cl.drained)
             self.pools.clear()
+            self.holders.clear()
         if not e.touched:
             return
         self.failed.clear()
         runs = e.runs
         nodes = self.nodes
         pools = self.pools
+        holders = self.holders
+        info_of = cl.nodes
         cost, level = self.cost, self.level
-        rated: dict[int, tuple[float, float]] = {}  # a gang's jobs are rated once
+        rated: dict[int, tuple[float, float, int]] = {}  # a gang's jobs are rated once
+        minus_inf = -math.inf
         for name in e.touched:
             entries = []
             for i in cl.jobs_on[name]:
                 got = rated.get(i)
                 if got is None:
                     v = runs[i]
-                    got = rated[i] = (cost(v), level(v))
-                entries.append((got[0], got[1], runs[i].per_node, i))
-            entries.sort()
-            clear = min((x[1] for x in entries), default=math.inf)
-            total = sum(x[0] for x in entries)
-            top = max((x[1] for x in entries), default=-math.inf)
-            ever = sum(x[2] for x in entries if x[1] > -math.inf)
+                    got = rated[i] = (cost(v), level(v), v.per_node)
+                entries.append((*got, i))
+            if len(entries) == 1:
+                # One job on the node (the common case): the loop below, unrolled.
+                c, clear, per_node, _ = entries[0]
+                top = clear
+                total = 0.0 + c
+                ever = per_node if clear > minus_inf else 0
+            else:
+                entries.sort()
+                # One loop for what min/sum/max/sum of four generators gave (the same
+                # values: the costs are added in the same order, from 0).
+                clear, total, top, ever = math.inf, 0.0, minus_inf, 0
+                for c, lv, per_node, _ in entries:
+                    total += c
+                    if lv < clear:
+                        clear = lv
+                    if lv > top:
+                        top = lv
+                    if lv > minus_inf:
+                        ever += per_node
             old = nodes.get(name)
             nodes[name] = (clear, total, entries, top, ever)
+            if holders:
+                holders.pop(info_of[name].pool, None)
             if pools:
-                info = cl.nodes[name]
+                info = info_of[name]
                 index = pools.get(info.pool)
                 if index is not None and info.size == cl.max_size[info.pool] and name not in cl.drained:
                     if old is not None:
@@ -261,6 +346,27 @@ class VictimIndex:
                 if size == max_size and name not in cl.drained
             ])
         return index
+
+    def _holders(self, pool: Pool, size: Mapping[str, int]) -> tuple[list[str], float, int]:
+        """The pool's non-drained nodes with a job that is ever a victim, in ``size``'s
+        order (a node without one never opens a hole: its top level is ``-inf``), the
+        highest level on them and the most GPUs one of them could open."""
+        found = self.holders.get(pool)
+        if found is None:
+            drained = self.engine.cluster.drained
+            free = self.engine.cluster.free
+            nodes = self.nodes
+            minus_inf = -math.inf
+            names = []
+            top, most = minus_inf, 0
+            for name in size:
+                summary = nodes[name]
+                if name not in drained and summary[3] > minus_inf:
+                    names.append(name)
+                    top = max(top, summary[3])
+                    most = max(most, free[name] + summary[4])
+            found = self.holders[pool] = (names, top, most)
+        return found
 
     def find(
         self,
@@ -296,8 +402,12 @@ class VictimIndex:
         best: tuple[float, Pool, list[int]] | None = None
         for pool, ps, max_size in cl.allowed_pools(job):
             if gpus <= max_size:
-                for name, size in ps.size.items():
-                    if name in drained or size < gpus or name in exclude:
+                sizes = ps.size
+                holders, top, most = self._holders(pool, sizes)
+                if top <= threshold or most < gpus:
+                    continue  # no node of the pool passes the checks below
+                for name in holders:
+                    if sizes[name] < gpus or name in exclude:
                         continue
                     got = free[name]
                     if got >= gpus:

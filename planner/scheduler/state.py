@@ -138,6 +138,13 @@ class ClusterState:
                 ps.open_free[name] = size
         # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
         self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
+        self._uniform: dict[tuple[Any, Any], bool] = {}
+        # Bumps whenever a node's free GPUs or drained state change: a placement that
+        # found no hole finds none again until it moves (see ``no_hole``).
+        self.version = 0
+        # (gpu types, clusters) -> (version, gpus): at that version a gang of that many
+        # GPUs found no hole in the pools it may use (``planner.scheduler.try_place``).
+        self.no_hole: dict[tuple[Any, Any], tuple[int, int]] = {}
         self.capacity_h100 = scenario.capacity_h100()  # drained nodes included
         self.available_gpus = sum(n.size for n in self.nodes.values())
         self.available_h100 = sum(n.size * n.rate for n in self.nodes.values())
@@ -155,9 +162,20 @@ class ClusterState:
             ]
         return found
 
+    def uniform_pools(self, job: Job) -> bool:
+        """Whether every pool ``job`` may run on has one node size: there
+        :meth:`PoolState.can_fit` is exact, and a gang that finds no hole leaves none for
+        a bigger one."""
+        key = (job.gpu_types, job.clusters)
+        found = self._uniform.get(key)
+        if found is None:
+            found = self._uniform[key] = all(ps.uniform for _, ps, _ in self.allowed_pools(job))
+        return found
+
     # -- incremental updates --------------------------------------------------------
 
     def _set_free(self, name: str, value: int) -> None:
+        self.version += 1
         old = self.free[name]
         self.free[name] = value
         if name in self.drained:
@@ -189,6 +207,7 @@ class ClusterState:
         """Stop ``name`` taking new work (its running jobs stay until moved off)."""
         if name in self.drained:
             return
+        self.version += 1
         info = self.nodes[name]
         ps = self.pools[info.pool]
         f = self.free[name]
@@ -203,6 +222,7 @@ class ClusterState:
         """Let ``name`` take new work again (its maintenance window ended)."""
         if name not in self.drained:
             return
+        self.version += 1
         self.drained.discard(name)
         info = self.nodes[name]
         ps = self.pools[info.pool]

@@ -113,6 +113,29 @@ def test_mip_runs_get_the_whatif_options_and_fairshare_none(monkeypatch: pytest.
     assert seen == [("mip", whatif.RUN_OPTIONS["mip"]), ("fairshare", {})]
 
 
+def test_each_edit_of_one_scenario_reuses_its_sweep_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Running what-ifs of the same scenario again dumps it into a sweep base once; another
+    scenario (or fingerprint) gets its own."""
+    from scenarios.sweep import SweepBase
+
+    made: list[str | None] = []
+    real = SweepBase.of_scenario
+
+    def counting(scenario: object, fingerprint: str | None = None) -> SweepBase:
+        made.append(fingerprint)
+        return real(scenario, fingerprint)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SweepBase, "of_scenario", counting)
+    monkeypatch.setattr(whatif, "_BASE", [])
+    tiny = state.load_bundled("tiny")
+    point = [whatif.Point("edited", "fairshare", 0)]
+    for share in (2.0, 3.0):
+        whatif.run_points(tiny.scenario, point, {"research/vision": share}, 0.05, fingerprint=tiny.key)
+    assert made == [tiny.key]
+    whatif.run_points(tiny.scenario, point, {"research/vision": 2.0}, 0.05, fingerprint="other")
+    assert made == [tiny.key, "other"]
+
+
 def test_perturbed_arrivals_move_jobs_by_at_most_the_jitter() -> None:
     """A replicate moves each arrival by up to JITTER_S, never before the start; seed 0 is the workload."""
     s = state.load_bundled("tiny").scenario

@@ -75,6 +75,8 @@ def test_window_totals_see_later_records(ledger: Ledger) -> None:
         (Usage("a", HOUR, HOUR), "end"),
         (Usage("a", 0.0, HOUR, allocated_gpu_h=-1.0), "allocated_gpu_h must not be negative"),
         (Usage("a", 0.0, HOUR, owed_gpu_h=float("nan")), "owed_gpu_h must be a finite number"),
+        (Usage("a", 0.0, float("inf"), 1.0), "end must be a finite number"),
+        (Usage("a", 0.0, HOUR, 1.0, charged_gpu_h=-0.5), "charged_gpu_h must not be negative"),
         (Usage("", 0.0, HOUR), "project"),
     ],
 )

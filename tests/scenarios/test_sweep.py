@@ -438,6 +438,17 @@ def test_dask_sweep_equals_the_serial_sweep(two_workers: Client) -> None:
     assert len({task["worker"] for task in stream.data}) == 2
 
 
+def test_a_local_cluster_preloads_the_modules_asked_for() -> None:
+    """Workers of ``start_local_cluster(preload=...)`` have imported those modules."""
+    from scenarios.sweep import start_local_cluster
+
+    def loaded() -> bool:
+        return "planner.simulator.engine" in sys.modules
+
+    with start_local_cluster(1, preload=("planner.simulator.engine",)) as cluster, Client(cluster) as client:
+        assert list(client.run(loaded).values()) == [True]
+
+
 def test_a_killed_worker_does_not_lose_points(two_workers: Client, tmp_path: Path) -> None:
     """A worker process killed mid-point, after other points ran, has that point rerun on
     a live worker: all 8 results arrive, equal to a serial run."""

@@ -1,0 +1,50 @@
+"""The scheduler core's placement helpers."""
+
+from __future__ import annotations
+
+from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
+from planner.scheduler import SUBMIT, Event, Scheduler, make_policy, try_place
+
+
+def _scheduler(jobs: list[Job]) -> Scheduler:
+    scenario = Scenario(
+        name="core",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
+        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
+        workloads=Workloads(jobs=tuple(jobs)),
+    )
+    return Scheduler(scenario, make_policy("legacy"))
+
+
+def test_try_place_finds_the_hole_a_finished_job_leaves() -> None:
+    """A shape that found no hole finds one once GPUs are freed (no stale answer)."""
+    jobs = [Job(id="big", project="a", gpus=8, duration=3600.0), Job(id="next", project="b", gpus=8)]
+    e = _scheduler(jobs)
+    e.step(0.0, [Event(SUBMIT, "big")])
+    nxt = e.by_id["next"]
+    nxt.status = "queued"
+    assert try_place(e, nxt) is None
+    e.preempt(e.by_id["big"], "test")
+    assert try_place(e, nxt) is not None
+
+
+def test_try_place_on_mixed_node_sizes_asks_again_for_a_bigger_gang() -> None:
+    """On a pool of two node sizes, no hole for 8 GPUs does not mean none for 12: a gang
+    of 12 takes three whole 4-GPU nodes while the 8-GPU node is half busy."""
+    scenario = Scenario(
+        name="mixed",
+        clusters=(Cluster(name="alpha", node_groups=(
+            NodeGroup(gpu_type="H100", nodes=3, gpus_per_node=4),
+            NodeGroup(gpu_type="H100", nodes=1, gpus_per_node=8),
+        )),),
+        org=(OrgUnit(name="a", share=1),),
+        workloads=Workloads(jobs=(
+            Job(id="eight", project="a", gpus=8), Job(id="twelve", project="a", gpus=12),
+        )),
+    )
+    e = Scheduler(scenario, make_policy("legacy"))
+    big = next(n for n, info in e.cluster.nodes.items() if info.size == 8)
+    e.cluster.take((big,), 4, 0)
+    assert try_place(e, e.by_id["eight"]) is None
+    placed = try_place(e, e.by_id["twelve"])
+    assert placed is not None and len(placed[1]) == 3

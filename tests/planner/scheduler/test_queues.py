@@ -1,0 +1,89 @@
+"""Shape-bucketed queues and the victim search the greedy policies share."""
+
+from __future__ import annotations
+
+import math
+
+from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
+from planner.scheduler import SUBMIT, Event, Scheduler, make_policy
+from planner.scheduler.queues import ShapeQueues, VictimIndex, within_project
+from planner.scheduler.state import JobRun
+
+
+def _scenario(jobs: list[Job], nodes: int = 2) -> Scenario:
+    return Scenario(
+        name="queues",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=nodes),)),),
+        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
+        workloads=Workloads(jobs=tuple(jobs)),
+    )
+
+
+def _scheduler(jobs: list[Job], nodes: int = 2) -> Scheduler:
+    return Scheduler(_scenario(jobs, nodes), make_policy("legacy"))
+
+
+def test_with_work_lists_only_groups_with_queued_jobs_by_rank() -> None:
+    """Groups without a queued shape are left out; the rest come in rank order."""
+    e = _scheduler([Job(id="a1", project="a", gpus=8), Job(id="b1", project="b", gpus=4)])
+    queue = ShapeQueues(within_project)
+    queue.push("b", e.by_id["b1"])
+    queue.push("a", e.by_id["a1"])
+    assert queue.with_work({"a": 1, "b": 0, "c": 2}) == [(0, "b"), (1, "a")]
+    assert queue.with_work({"a": 1, "b": 0}, after=0) == [(1, "a")]
+
+
+def test_with_work_drops_a_group_once_its_jobs_started() -> None:
+    """After an iteration starts a group's only job, the group has no work left."""
+    e = _scheduler([Job(id="a1", project="a", gpus=8)])
+    e.step(0.0, [Event(SUBMIT, "a1")])  # legacy starts it at once
+    queue = ShapeQueues(within_project)
+    queue.push("a", e.by_id["a1"])  # an entry gone stale: the job runs
+    assert list(queue.iter_group(e, "a", set())) == []
+    assert queue.with_work({"a": 0}) == []
+    assert "a" not in queue.groups
+
+
+def test_revived_counts_pushes_into_a_group_without_work() -> None:
+    """A push into an empty group moves ``revived``; one into a group with work does not."""
+    e = _scheduler([Job(id="a1", project="a", gpus=8), Job(id="a2", project="a", gpus=8)])
+    queue = ShapeQueues(within_project)
+    queue.push("a", e.by_id["a1"])
+    queue.push("a", e.by_id["a2"])
+    assert queue.revived == 1
+
+
+def test_victim_search_sees_a_node_whose_job_became_a_victim() -> None:
+    """The per-pool list of nodes holding victims is rebuilt when a node's jobs change."""
+    jobs = [
+        Job(id="free", project="a", gpus=8, duration=7200.0, min_runtime=0.0),
+        Job(id="want", project="b", gpus=8, duration=3600.0, min_runtime=600.0, submit=60.0),
+    ]
+    e = _scheduler(jobs, nodes=1)
+    level = {"free": -math.inf}  # not a victim at first
+
+    def level_of(v: JobRun) -> float:
+        return level.get(v.job.id, math.inf)
+
+    index = VictimIndex(e, level=level_of, cost=lambda v: 0.0)
+    e.step(0.0, [Event(SUBMIT, "free")])
+    want = e.by_id["want"]
+    assert index.find(want, 0.0) is None
+    level["free"] = math.inf
+    e.touched.update(e.cluster.nodes)  # what the engine marks when a job's standing changes
+    found = index.find(want, 0.0)
+    assert found is not None and [v.job.id for v in found[1]] == ["free"]
+
+
+
+def test_shape_numbers_tell_shapes_apart() -> None:
+    """Jobs of one shape share a number; another size or GPU type gets another."""
+    from planner.scheduler.queues import shape_of
+
+    e = _scheduler([
+        Job(id="a", project="a", gpus=8), Job(id="b", project="b", gpus=8),
+        Job(id="c", project="a", gpus=16), Job(id="d", project="a", gpus=8, gpu_types=("H100",)),
+    ])
+    a, b, c, d = (shape_of(e.by_id[i]) for i in "abcd")
+    assert a == b
+    assert len({a, c, d}) == 3

@@ -1,0 +1,47 @@
+"""Mutable simulation state: nodes and their free GPUs."""
+
+from __future__ import annotations
+
+from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
+from planner.scheduler.state import ClusterState
+
+
+def _cluster() -> ClusterState:
+    return ClusterState(Scenario(
+        name="state",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=2),)),),
+        org=(OrgUnit(name="a", share=1),),
+        workloads=Workloads(jobs=()),
+    ))
+
+
+def test_version_moves_with_free_gpus_and_drains() -> None:
+    """Taking or giving GPUs, draining and undraining a node each move ``version``."""
+    cl = _cluster()
+    name = next(iter(cl.nodes))
+    seen = [cl.version]
+    cl.take((name,), 4, 0)
+    seen.append(cl.version)
+    cl.give((name,), 4, 0)
+    seen.append(cl.version)
+    cl.drain(name)
+    seen.append(cl.version)
+    cl.undrain(name)
+    seen.append(cl.version)
+    assert seen == sorted(set(seen))
+
+
+def test_uniform_pools_tells_one_node_size_from_several() -> None:
+    """A job whose pools all have one node size is on uniform pools; a mixed pool is not."""
+    mixed = ClusterState(Scenario(
+        name="mixed",
+        clusters=(Cluster(name="alpha", node_groups=(
+            NodeGroup(gpu_type="H100", nodes=1, gpus_per_node=4),
+            NodeGroup(gpu_type="H100", nodes=1, gpus_per_node=8),
+        )),),
+        org=(OrgUnit(name="a", share=1),),
+        workloads=Workloads(jobs=()),
+    ))
+    job = Job(id="j", project="a", gpus=8)
+    assert _cluster().uniform_pools(job)
+    assert not mixed.uniform_pools(job)
