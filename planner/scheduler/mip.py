@@ -26,9 +26,12 @@
   refilled by small work with hours of contract, and the gang (whose every waiting hour
   adds its GPUs to its project's owed share) waits for days.
 - **Debug fast lane.** A funded debug-class job (8 GPUs or fewer, minimum runtime 15 min
-  or less) that finds no idle hole may, like under ``fairshare``, preempt work past its
-  contract that is unallocated, or resumable work of a project with a higher fair-share
-  ratio; otherwise it would wait up to a whole slice for the next decision point.
+  or less) takes idle GPUs no funded planned start wants before its declared end; when
+  no pool has such room, also idle GPUs planned starts want (``fast_lane_keeps``; the
+  start waits for it, or takes other room). Finding none, it may, like under
+  ``fairshare``, preempt work past its contract that is unallocated, or resumable work
+  of a project with a higher fair-share ratio; otherwise it would wait up to a whole
+  slice for the next decision point.
 """
 
 from __future__ import annotations
@@ -54,8 +57,10 @@ from planner.scheduler.queues import (
 from planner.scheduler.state import JobRun
 
 FastLaneKeeps = Literal["funded", "gangs", "none"]
-"""Which of the plan's reservations the debug fast lane leaves alone: every funded
-start's (``funded``), only funded multi-node gangs' (``gangs``), or none."""
+"""Which of the plan's reservations the debug fast lane leaves alone when no pool has room
+without them: every funded start's (``funded``), only funded multi-node gangs'
+(``gangs``), or none (the default; docs/metrics.md, "The fast lane over the plan's
+reservations")."""
 
 
 class Reservation(NamedTuple):
@@ -85,7 +90,7 @@ class MipPolicy:
         funded_lane: bool = True,
         early_starts: bool = True,
         lazy_stops: bool = True,
-        fast_lane_keeps: FastLaneKeeps = "funded",
+        fast_lane_keeps: FastLaneKeeps = "none",
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
