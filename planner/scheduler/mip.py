@@ -26,9 +26,12 @@
   refilled by small work with hours of contract, and the gang (whose every waiting hour
   adds its GPUs to its project's owed share) waits for days.
 - **Debug fast lane.** A funded debug-class job (8 GPUs or fewer, minimum runtime 15 min
-  or less) that finds no idle hole may, like under ``fairshare``, preempt work past its
-  contract that is unallocated, or resumable work of a project with a higher fair-share
-  ratio; otherwise it would wait up to a whole slice for the next decision point.
+  or less) takes idle GPUs no funded planned start wants before its declared end; when
+  no pool has such room, also idle GPUs planned starts want (``fast_lane_keeps``; the
+  start waits for it, or takes other room). Finding none, it may, like under
+  ``fairshare``, preempt work past its contract that is unallocated, or resumable work
+  of a project with a higher fair-share ratio; otherwise it would wait up to a whole
+  slice for the next decision point.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -52,6 +55,21 @@ from planner.scheduler.queues import (
     within_project,
 )
 from planner.scheduler.state import JobRun
+
+FastLaneKeeps = Literal["funded", "gangs", "none"]
+"""Which of the plan's reservations the debug fast lane leaves alone when no pool has room
+without them: every funded start's (``funded``), only funded multi-node gangs'
+(``gangs``), or none (the default; docs/metrics.md, "The fast lane over the plan's
+reservations")."""
+
+
+class Reservation(NamedTuple):
+    """GPUs of one node a planned, still queued start needs from ``at`` on."""
+
+    at: float
+    gpus: int
+    funded: bool
+    gang: bool  # the start spans more than one node
 
 
 class MipPolicy:
@@ -72,7 +90,7 @@ class MipPolicy:
         funded_lane: bool = True,
         early_starts: bool = True,
         lazy_stops: bool = True,
-        fast_over_reserved: bool = False,
+        fast_lane_keeps: FastLaneKeeps = "none",
     ) -> None:
         self.backend = backend
         self.time_limit = time_limit
@@ -84,8 +102,8 @@ class MipPolicy:
         self.fallbacks = 0
         self.deviations = 0
         self.known_running: set[int] = set()  # jobs running when the current plan was made
-        # Per node, (start time, GPUs, funded) of the plan's starts still to come this epoch
-        self.reserved: dict[str, list[tuple[float, int, bool]]] = {}
+        # Per node, the plan's starts still to come this epoch
+        self.reserved: dict[str, list[Reservation]] = {}
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
         self.inside: set[str] = set()  # projects running within their owed share (this slice)
@@ -110,9 +128,9 @@ class MipPolicy:
         self.funded_lane = funded_lane
         self.early_starts = early_starts
         self.lazy_stops = lazy_stops
-        # The fast lane may take idle GPUs the plan reserved for later starts (off: it
-        # costs gang-heavy's worst project; docs/metrics.md, "The next candidate").
-        self.fast_over_reserved = fast_over_reserved
+        # The plan's reservations the fast lane respects (docs/metrics.md, "The fast
+        # lane over the plan's reservations").
+        self.fast_lane_keeps = fast_lane_keeps
         self.holds: dict[int, tuple[Pool, tuple[str, ...]]] = {}  # gang index -> its hole
         self.held: set[str] = set()
 
@@ -284,8 +302,9 @@ class MipPolicy:
                 if later.start > e.now:
                     self.later.append((later.start, a))
                 per_node = per_node_gpus(a.gpus, a.nodes, e.cluster.nodes[a.nodes[0]].size)
+                need = Reservation(at, per_node, a.charged, len(a.nodes) > 1)
                 for n in a.nodes:
-                    self.reserved.setdefault(n, []).append((at, per_node, a.charged))
+                    self.reserved.setdefault(n, []).append(need)
 
     def _start_planned(self, run: JobRun, a: Any) -> bool:
         e = self.engine
@@ -335,11 +354,18 @@ class MipPolicy:
         self._stale = True
         return True
 
-    def _reserved_gpus(self, node: str, before: float, fast: bool = False) -> int:
-        """GPUs of ``node`` the plan's queued starts need before ``before`` (in the fast
-        lane, only those of funded starts: free work can wait for a debug job)."""
-        return sum(g for t, g, funded in self.reserved.get(node, ())
-                   if t < before and (funded or not fast))
+    def _reserved_gpus(self, node: str, before: float, keeps: FastLaneKeeps | None = None) -> int:
+        """GPUs of ``node`` the plan's queued starts need before ``before`` (for the fast
+        lane, ``keeps``, only those of the starts it keeps: the rest wait for a debug
+        job)."""
+        rs = self.reserved.get(node, ())
+        if keeps is None:
+            return sum(r.gpus for r in rs if r.at < before)
+        if keeps == "funded":
+            return sum(r.gpus for r in rs if r.at < before and r.funded)
+        if keeps == "gangs":
+            return sum(r.gpus for r in rs if r.at < before and r.funded and r.gang)
+        return 0
 
     def _idle_hole(self, run: JobRun, ps: Any) -> tuple[str, ...] | None:
         """Nodes of ``ps`` off held nodes where ``run`` fits on GPUs idle now that no other
@@ -656,7 +682,8 @@ class MipPolicy:
             self._funded_lane()
 
     def _unreserved(
-        self, free: dict[str, int], run: JobRun, fast: bool = False, until: float | None = None
+        self, free: dict[str, int], run: JobRun, keeps: FastLaneKeeps | None = None,
+        until: float | None = None,
     ) -> dict[str, int]:
         """Free GPUs ``run`` may backfill: those no planned start needs before the plan
         could take them back from it (or before ``until``, when given).
@@ -666,13 +693,13 @@ class MipPolicy:
         overhead for nothing (measured: free 32-GPU gangs restarted 20 times a day), so it
         uses GPUs not needed within a slice; resumable funded work only GPUs not needed
         before its minimum runtime ends; non-resumable funded work (which the plan never
-        preempts) none that are reserved. In the fast lane (``fast``), a debug job also
-        takes GPUs only planned starts of free work want, and those wanted only after
-        its declared end: a debug job is short, free work can wait. With
-        ``fast_over_reserved`` it takes any of them: the planned start it delays waits
+        preempts) none that are reserved. In the fast lane (``keeps`` given), a debug job
+        also takes GPUs wanted only after its declared end, and those of the planned
+        starts ``keeps`` does not keep: a debug job is short, the start it delays waits
         for it to end, or takes other room.
         """
-        if fast and self.fast_over_reserved:
+        fast = keeps is not None
+        if keeps == "none":
             return dict(free)
         job = run.job
         now = self.engine.now
@@ -686,25 +713,35 @@ class MipPolicy:
         out: dict[str, int] = {}
         res = self.reserved
         for n, f in free.items():
-            need = self._reserved_gpus(n, until, fast) if n in res else 0
+            need = self._reserved_gpus(n, until, keeps) if n in res else 0
             if f > need:
                 out[n] = f - need
         return out
 
     def _backfill(self, run: JobRun, fast: bool = False) -> bool:
+        """Start ``run`` on idle GPUs it may take (:meth:`_unreserved`). In the fast lane,
+        a debug job takes GPUs of planned starts ``fast_lane_keeps`` leaves to it only
+        when no pool has room without them: each start it delays idles the rest of its
+        reservation until the debug job ends."""
         e = self.engine
         job = run.job
-        for pool, ps in candidate_pools(e, job):
-            free = ps.open_free
-            if self.held:
-                free = {n: f for n, f in free.items() if n not in self.held}
-            if self.reserved:
-                free = self._unreserved(free, run, fast)
-            nodes = place_gang(free, ps.size, job.gpus)
-            if nodes is not None:
-                e.start(run, pool, nodes, charged=job.allocated,
-                        detail=("charged" if job.allocated else "unallocated") + " backfill")
-                return True
+        passes: tuple[FastLaneKeeps | None, ...] = (None,)
+        if fast:
+            passes = ("funded",) if self.fast_lane_keeps == "funded" else ("funded", self.fast_lane_keeps)
+        for keeps in passes:
+            for pool, ps in candidate_pools(e, job):
+                free = ps.open_free
+                if self.held:
+                    free = {n: f for n, f in free.items() if n not in self.held}
+                if self.reserved:
+                    free = self._unreserved(free, run, keeps)
+                nodes = place_gang(free, ps.size, job.gpus)
+                if nodes is not None:
+                    e.start(run, pool, nodes, charged=job.allocated,
+                            detail=("charged" if job.allocated else "unallocated") + " backfill")
+                    return True
+            if not self.reserved:
+                break
         return False
 
 

@@ -23,6 +23,7 @@ from models import (
 from planner.scheduler import SUBMIT, Event, Scheduler
 from planner.scheduler.mip import MipPolicy
 from planner.scheduler.queues import fair_share_rank
+from planner.scheduler.state import JobRun
 from planner.simulator import simulate
 from planner.simulator.validate import check_result
 
@@ -167,11 +168,11 @@ def test_a_debug_job_of_unknown_duration_takes_the_fast_lane() -> None:
     assert dbg.nodes != ("c-h100-001",)  # the node G's planned start wants
 
 
-def test_with_fast_over_reserved_a_debug_job_takes_gpus_a_planned_start_wants() -> None:
+def test_a_debug_job_takes_gpus_a_funded_single_node_start_wants_unless_the_lane_keeps_funded() -> None:
     """H holds half of node 001 until slice 1, where the plan starts G on the whole node:
     the 4 idle GPUs there are G's. A debug job that would still run then waits for them
-    by default, and starts there at once with ``fast_over_reserved`` (G then waits for
-    it instead)."""
+    when the fast lane keeps funded starts' reservations, and starts there at once when
+    it keeps only gangs' or none (G then waits for it instead)."""
     s = build([
         {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
         {"id": "H", "project": "a", "gpus": 4, "duration": SLICE, "min_runtime": SLICE},
@@ -179,15 +180,57 @@ def test_with_fast_over_reserved_a_debug_job_takes_gpus_a_planned_start_wants() 
     ], nodes=2, shares={"a": 1, "b": 1})
     f, h = _assign("F", "a", "c-h100-000", 8, True), _assign("H", "a", "c-h100-001", 4, True)
     plan = _two_slices((f, h), (f, _assign("G", "a", "c-h100-001", 8, True)))
-    for over, started in ((False, False), (True, True)):
-        core = Scheduler(s, HandPlanned(plan, fast_over_reserved=over))
-        core.add_job(Job(id="dbg", project="b", gpus=2, duration=1200.0, min_runtime=300))
-        core.step(0.0, [Event(SUBMIT, j) for j in ("F", "H", "G")])
-        core.step(60.0, [Event(SUBMIT, "dbg")])
-        dbg = core.by_id["dbg"]
-        assert (dbg.status == "running") is started
+    for keeps, started in (("funded", False), ("gangs", True), ("none", True)):
+        dbg = _debug_after(Scheduler(s, HandPlanned(plan, fast_lane_keeps=keeps)), ("F", "H", "G"))
+        assert (dbg.status == "running") is started, keeps
         if started:
             assert dbg.nodes == ("c-h100-001",) and dbg.run_start == 60.0
+
+
+def test_a_debug_job_leaves_a_funded_gangs_gpus_unless_the_lane_keeps_none() -> None:
+    """H1 and H2 hold half of nodes 001 and 002 until slice 1, where the plan starts the
+    16-GPU gang G across both: their idle GPUs are G's. With the fast lane keeping
+    gangs' reservations a debug job that would still run then waits; keeping none, it
+    starts there."""
+    s = build([
+        {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "H1", "project": "a", "gpus": 4, "duration": SLICE, "min_runtime": SLICE},
+        {"id": "H2", "project": "a", "gpus": 4, "duration": SLICE, "min_runtime": SLICE},
+        {"id": "G", "project": "a", "gpus": 16, "duration": 4 * H, "min_runtime": H},
+    ], nodes=3, shares={"a": 1, "b": 1})
+    f = _assign("F", "a", "c-h100-000", 8, True)
+    h1, h2 = _assign("H1", "a", "c-h100-001", 4, True), _assign("H2", "a", "c-h100-002", 4, True)
+    g = Assignment(job="G", project="a", cluster="c", gpu_type="H100",
+                   nodes=("c-h100-001", "c-h100-002"), gpus=16, charged=True)
+    plan = _two_slices((f, h1, h2), (f, g))
+    for keeps, started in (("gangs", False), ("none", True)):
+        dbg = _debug_after(Scheduler(s, HandPlanned(plan, fast_lane_keeps=keeps)), ("F", "H1", "H2", "G"))
+        assert (dbg.status == "running") is started, keeps
+
+
+def test_a_debug_job_takes_reserved_gpus_only_when_no_unreserved_hole_fits() -> None:
+    """Node 001's 4 idle GPUs are G's from slice 1; node 002 has 6 idle that no one
+    wants. Keeping only gangs' reservations, the debug job still goes to 002 (the best
+    fit alone would pick 001 and idle the rest of G's node)."""
+    s = build([
+        {"id": "F", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+        {"id": "H", "project": "a", "gpus": 4, "duration": SLICE, "min_runtime": SLICE},
+        {"id": "K", "project": "a", "gpus": 2, "duration": 4 * H, "min_runtime": H},
+        {"id": "G", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": H},
+    ], nodes=3, shares={"a": 1, "b": 1})
+    f, h = _assign("F", "a", "c-h100-000", 8, True), _assign("H", "a", "c-h100-001", 4, True)
+    k = _assign("K", "a", "c-h100-002", 2, True)
+    plan = _two_slices((f, h, k), (f, k, _assign("G", "a", "c-h100-001", 8, True)))
+    dbg = _debug_after(Scheduler(s, HandPlanned(plan, fast_lane_keeps="gangs")), ("F", "H", "K", "G"))
+    assert dbg.status == "running" and dbg.nodes == ("c-h100-002",)
+
+
+def _debug_after(core: Scheduler, jobs: tuple[str, ...]) -> JobRun:
+    """Submit ``jobs`` at 0 and a 2-GPU debug job of project b (20 min) at 60 s."""
+    core.add_job(Job(id="dbg", project="b", gpus=2, duration=1200.0, min_runtime=300))
+    core.step(0.0, [Event(SUBMIT, j) for j in jobs])
+    core.step(60.0, [Event(SUBMIT, "dbg")])
+    return core.by_id["dbg"]
 
 
 def _two_slices(first: tuple[Assignment, ...], rest: tuple[Assignment, ...]) -> Plan:
