@@ -17,7 +17,9 @@ better for the first three, lower for the rest. Replicates are paired (the same
 workload under each policy): a metric is ``yes`` when the median of mip's paired
 differences from fairshare is no worse, ``noise`` when the
 paired replicates do not separate them (worse in the median, better in some
-replicate), ``NO`` when mip is worse in every replicate.
+replicate), ``NO`` when mip is worse in every replicate. The last column counts the
+replicates where mip is better / worse than fairshare: with many replicates, ``noise``
+can hide a loss in most of them.
 
 Usage::
 
@@ -171,6 +173,17 @@ def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> s
     return "NO" if all(g < 0 for g in gains) else "noise"
 
 
+def better_worse(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
+    """In how many replicates ``mip`` is better / worse than ``fairshare`` (same
+    workload): with many replicates a ``noise`` verdict can hide a loss in most."""
+    pairs = [(f, m) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
+    if not pairs:
+        return "-"
+    sign = 1.0 if metric in HIGHER else -1.0
+    gains = [sign * (m - f) for f, m in pairs]
+    return f"{sum(g > 0 for g in gains)}/{sum(g < 0 for g in gains)}"
+
+
 def _shown(values: list[float]) -> str:
     if not values:
         return "-"
@@ -188,11 +201,12 @@ def render(name: str, found: dict[str, Any]) -> None:
     for metric in METRICS:
         cols = {pol: [r[metric] for r in runs[pol]] for pol in POLICIES}
         rows.append([metric, *(_shown([v for v in cols[pol] if v is not None]) for pol in POLICIES),
-                     verdict(metric, cols["fairshare"], cols["mip"])])
-    rows.append(["wall s (median)", *(f"{statistics.median(seconds[pol]):.0f}" for pol in POLICIES), ""])
+                     verdict(metric, cols["fairshare"], cols["mip"]),
+                     better_worse(metric, cols["fairshare"], cols["mip"])])
+    rows.append(["wall s (median)", *(f"{statistics.median(seconds[pol]):.0f}" for pol in POLICIES), "", ""])
     print(f"\n{name} ({'full length' if days is None else f'{days:g} days'}; median [range] "
           f"over {len(runs['mip'])} replicates)")
-    print(format_table(["metric", *POLICIES, "mip >= fairshare"], rows), flush=True)
+    print(format_table(["metric", *POLICIES, "mip >= fairshare", "better/worse"], rows), flush=True)
 
 
 def main() -> int:
