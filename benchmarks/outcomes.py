@@ -159,15 +159,20 @@ def figures(summary: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
+def paired_gains(metric: str, fair: list[float | None], mip: list[float | None]) -> list[float]:
+    """What ``mip`` gains over ``fairshare`` in each replicate (same workload), positive
+    when better; replicates where either has no figure are left out."""
+    sign = 1.0 if metric in HIGHER else -1.0
+    return [sign * (m - f) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
+
+
 def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
     """``yes``: mip at least as good in the median of the paired differences (same
     replicate, same workload); ``NO``: worse in every replicate; ``noise``: worse in the
     median but not in every replicate (the replicates do not separate the two)."""
-    pairs = [(f, m) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
-    if not pairs:
+    gains = paired_gains(metric, fair, mip)
+    if not gains:
         return "-"
-    sign = 1.0 if metric in HIGHER else -1.0
-    gains = [sign * (m - f) for f, m in pairs]
     if statistics.median(gains) >= 0:
         return "yes"
     return "NO" if all(g < 0 for g in gains) else "noise"
@@ -176,11 +181,9 @@ def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> s
 def better_worse(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
     """In how many replicates ``mip`` is better / worse than ``fairshare`` (same
     workload): with many replicates a ``noise`` verdict can hide a loss in most."""
-    pairs = [(f, m) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
-    if not pairs:
+    gains = paired_gains(metric, fair, mip)
+    if not gains:
         return "-"
-    sign = 1.0 if metric in HIGHER else -1.0
-    gains = [sign * (m - f) for f, m in pairs]
     return f"{sum(g > 0 for g in gains)}/{sum(g < 0 for g in gains)}"
 
 
