@@ -105,6 +105,12 @@ def _backend(value: object) -> str | None:
     return None if value in ("cpsat", "pulp") else "cpsat or pulp"
 
 
+def _fast_lane_keeps(value: object) -> str | None:
+    from planner.scheduler.mip import FAST_LANE_KEEPS
+
+    return None if value in FAST_LANE_KEEPS else ", ".join(FAST_LANE_KEEPS[:-1]) + " or " + FAST_LANE_KEEPS[-1]
+
+
 #: What each simulator option takes; an option not listed is passed on unchecked.
 OPTION_CHECKS: dict[str, Callable[[object], str | None]] = {
     "seed": _seed,
@@ -116,6 +122,7 @@ OPTION_CHECKS: dict[str, Callable[[object], str | None]] = {
     "fast_lane": _flag,
     "holds": _flag,
     "hold_fraction": _open_fraction,
+    "fast_lane_keeps": _fast_lane_keeps,
 }
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
@@ -61,6 +61,7 @@ FastLaneKeeps = Literal["funded", "gangs", "none"]
 without them: every funded start's (``funded``), only funded multi-node gangs'
 (``gangs``), or none (the default; docs/metrics.md, "The fast lane over the plan's
 reservations")."""
+FAST_LANE_KEEPS: tuple[FastLaneKeeps, ...] = get_args(FastLaneKeeps)
 
 
 class Reservation(NamedTuple):
@@ -92,6 +93,10 @@ class MipPolicy:
         lazy_stops: bool = True,
         fast_lane_keeps: FastLaneKeeps = "none",
     ) -> None:
+        if fast_lane_keeps not in FAST_LANE_KEEPS:
+            raise ValueError(
+                f"fast_lane_keeps: expected one of {', '.join(FAST_LANE_KEEPS)}, got {fast_lane_keeps!r}"
+            )
         self.backend = backend
         self.time_limit = time_limit
         self.rel_gap = rel_gap

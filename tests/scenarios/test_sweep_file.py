@@ -28,6 +28,8 @@ def _error(tmp_path: Path, body: str) -> str:
         ("policies: [mip]\noptions: {time_limit: .nan}\n", "options.time_limit: expected a positive number, got nan"),
         ("policies: [mip]\noptions: {holds: 3}\n", "options.holds: expected true or false, got 3"),
         ("policies: [mip]\noptions: {backend: gurobi}\n", "options.backend: expected cpsat or pulp"),
+        ("policies: [mip]\noptions: {fast_lane_keeps: all}\n",
+         "options.fast_lane_keeps: expected funded, gangs or none, got 'all'"),
         ("policies: [legacy]\noptions: {seed: -1}\n", "options.seed: expected a whole number from 0"),
         ("policies: [legacy]\noptions: {protected_fraction: 2}\n", "options.protected_fraction: expected a number from 0 to 1"),
         ("policies: [mip]\ngrid: {options.hold_fraction: [0.5, 0]}\n",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from models import (
     Assignment,
@@ -311,3 +312,9 @@ def test_a_job_restarted_at_a_float_time_is_spared_for_exactly_one_slice() -> No
     assert core.next_timer() <= t + SLICE
     core.now = t + SLICE
     assert not policy._young(u)
+
+
+def test_an_unknown_fast_lane_keeps_is_refused() -> None:
+    """A misspelt setting would otherwise act as ``none`` without a word."""
+    with pytest.raises(ValueError, match="fast_lane_keeps: expected one of funded, gangs, none, got 'all'"):
+        MipPolicy(fast_lane_keeps="all")  # type: ignore[arg-type]
