@@ -597,9 +597,7 @@ def _row(u: Usage) -> tuple[str, float, float, float, float, float, float]:
         "owed_gpu_h": u.owed_gpu_h,
     }
     for name, value in values.items():
-        if type(value) is float and math.isfinite(value):
-            pass  # the common case, checked first
-        elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"usage of {u.project!r}: {name} must be a finite number, got {value!r}")
         if name not in ("start", "end") and value < 0:
             raise ValueError(f"usage of {u.project!r}: {name} must not be negative, got {value!r}")
