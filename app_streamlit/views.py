@@ -433,30 +433,32 @@ def _run_or_show(loaded: LoadedScenario, request: Any, below: Any) -> Any:
 
 
 def _next_stage(request: Any, stored: Any) -> str | None:
-    """The scheduler still to run for ``request``: the preview first under mip."""
+    """The stage still to run for ``request`` (:func:`app_streamlit.whatif.stages`):
+    under mip, the fairshare preview, then the quick mip answer, then mip."""
     from app_streamlit import whatif
 
+    order = whatif.stages(str(request.policy))
     done = stored[1] if stored is not None and stored[0] == request else None
-    if request.policy == "mip" and done is None:
-        return whatif.PREVIEW_POLICY
-    if done != request.policy:
-        return str(request.policy)
-    return None
+    if done not in order:
+        return order[0]
+    at = order.index(done) + 1
+    return order[at] if at < len(order) else None
 
 
-def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
-    """Run both sides' replicates under ``policy``; store the result; True when done."""
+def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
+    """Run both sides' replicates of ``stage``; store the result; True when done."""
     from app_streamlit import whatif
     from app_streamlit.progress import RunProgress
 
     s = loaded.scenario
     shares = dict(request.shares)
+    policy, options = whatif.stage_run(stage)
     points = whatif.points_for(policy, request.replicates)
     cache = _results()
 
     def cache_key(p: whatif.Point) -> tuple[Any, ...]:
         side_shares = request.shares if p.budgets == "edited" else ()
-        return (loaded.key, side_shares, p.policy, request.days, p.replicate, whatif.JITTER_S)
+        return (loaded.key, side_shares, stage, request.days, p.replicate, whatif.JITTER_S)
 
     todo = [p for p in points if cache_key(p) not in cache]
     client = None
@@ -466,13 +468,18 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
         except Exception as exc:  # an unreachable scheduler is a sentence, not a traceback
             st.warning(f"Dask is not available ({type(exc).__name__}: {exc}); running here, one by one.")
     parallel = len(client.scheduler_info().get("workers", {})) if client is not None else 1
-    preview = policy != request.policy
-    word = "Preview under fairshare" if preview else f"Simulating under {policy}"
+    preview = stage == whatif.PREVIEW_POLICY != request.policy
+    quick = stage == whatif.QUICK_STAGE
+    word = (
+        "Preview under fairshare" if preview
+        else "Quick mip answer (0.5 s a plan)" if quick
+        else f"Simulating under {policy}"
+    )
     tracker = RunProgress.of(
         [(p, p.label) for p in todo],
         total_h=request.days * 24,
         parallel=parallel,
-        seconds_per_hour=_seconds_per_hour().get((loaded.key, policy)),
+        seconds_per_hour=_seconds_per_hour().get((loaded.key, stage)),
     )
     with st.status(f"{word}: {len(points)} runs ({request.replicates} replicates a side)", expanded=True) as box:
         headline = st.empty()
@@ -480,6 +487,11 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
         detail = st.empty()
         if preview:
             st.caption("The mip answer follows and replaces this preview when it is ready.")
+        elif quick:
+            st.caption(
+                "Each plan's search stops at 0.5 s here; the mip answer with the what-if's "
+                "2 s plans follows and replaces this one when it is ready."
+            )
         early = st.empty()
         shown_first = [len(points) <= 2]  # one replicate a side: the full answer is the first
 
@@ -497,7 +509,7 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
             if result is not None:
                 cache[cache_key(point)] = result
                 per_hour = result.seconds / max(request.days * 24, 1e-9)
-                _seconds_per_hour()[(loaded.key, policy)] = per_hour
+                _seconds_per_hour()[(loaded.key, stage)] = per_hour
             draw()
             if not shown_first[0]:
                 pair = whatif.first_pair({p: cache[cache_key(p)] for p in points if cache_key(p) in cache})
@@ -511,7 +523,7 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
             try:
                 whatif.run_points(
                     s, todo, shares, request.days, fingerprint=loaded.key, client=client,
-                    on_point=finished, on_hours=hours,
+                    on_point=finished, on_hours=hours, options=options,
                 )
             except Exception as exc:  # the simulator's trouble is a sentence, not a traceback
                 box.update(label="The simulation failed", state="error")
@@ -520,7 +532,7 @@ def _run_stage(loaded: LoadedScenario, request: Any, policy: str) -> bool:
                 return False
         box.update(label=f"{word}: done in {tracker.headline()}", state="complete", expanded=False)
     runs = {p: cache[cache_key(p)] for p in points}
-    st.session_state["whatif"] = (request, policy, runs)
+    st.session_state["whatif"] = (request, stage, runs)
     return True
 
 
@@ -558,15 +570,21 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
     (in ``below``, the full width under the editor)."""
     from app_streamlit import whatif
 
-    request, policy, runs = stored
+    request, stage, runs = stored
     edited = state.with_edited_shares(s, dict(request.shares))
     current_runs, edited_runs = _sides(runs)
     units = whatif.compare_units(s, edited, current_runs, edited_runs)
     st.subheader("Programs: delivered GPU-hours, edited budgets")
-    if policy != request.policy:
+    if stage == whatif.QUICK_STAGE:
+        st.info(
+            "**Quick mip answer**: each plan searched for 0.5 s. Programs' changes agree with "
+            "the 2 s plans' within their spread; the totals run a little lower. The answer with "
+            "2 s plans replaces it when ready."
+        )
+    elif stage != request.policy:
         st.info(f"**Preview** under fairshare (fast); the {request.policy} answer replaces it when ready.")
     st.caption(
-        f"Under {whatif.POLICY_WORDS[policy]}, {request.replicates} replicate(s) a side. Each "
+        f"Under {whatif.stage_words(stage)}, {request.replicates} replicate(s) a side. Each "
         "change is edited minus current, ± one standard deviation over the replicates; a grey "
         "change is **within noise** (the two sides' replicates overlap)."
     )
@@ -613,7 +631,7 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
             column_config=_tree_columns(),
         )
         if final:
-            _downloads(s, request, policy, units, current_runs, edited_runs)
+            _downloads(s, request, stage, units, current_runs, edited_runs)
 
 
 def _noise_colours(row: pd.Series) -> list[str]:
@@ -657,16 +675,19 @@ def _tree_columns() -> dict[str, Any]:
     }
 
 
-def metadata(s: Scenario, request: Any, policy: str) -> dict[str, Any]:
-    """Where a download came from: scenario, period, scheduler, replicates and shares."""
+def metadata(s: Scenario, request: Any, stage: str) -> dict[str, Any]:
+    """Where a download came from: scenario, period, scheduler (and its options, such as
+    the quick stage's shorter plans), replicates and shares."""
     from app_streamlit import whatif
 
     current = {p: u.share for p, u in walk(s.org)}
+    policy, options = whatif.stage_run(stage)
     return {
         "scenario": s.name,
         "scenario_fingerprint": request.key,
         "period_days": request.days,
         "scheduler": policy,
+        "scheduler_options": json.dumps(options, sort_keys=True),
         "replicates": request.replicates,
         "replicate_method": f"arrival times moved uniformly by up to ±{whatif.JITTER_S / 60:g} min, "
         "seed = replicate number, replicate 0 unperturbed",
@@ -676,11 +697,11 @@ def metadata(s: Scenario, request: Any, policy: str) -> dict[str, Any]:
 
 
 def _downloads(
-    s: Scenario, request: Any, policy: str, units: pd.DataFrame, current: list[Any], edited: list[Any]
+    s: Scenario, request: Any, stage: str, units: pd.DataFrame, current: list[Any], edited: list[Any]
 ) -> None:
     from app_streamlit import whatif
 
-    meta = metadata(s, request, policy)
+    meta = metadata(s, request, stage)
     results = [whatif.mean_summary(current, "current budgets"), whatif.mean_summary(edited, "edited budgets")]
     summary = whatif.with_readable_waits(whatif.summary_frame(results))
     per_unit = units.copy()
@@ -727,12 +748,12 @@ def details_page(loaded: LoadedScenario) -> None:
     if stored is None or stored[0].key != loaded.key:
         st.info("Run a what-if on the first tab; its details show here.")
         return
-    request, policy, runs = stored
+    request, stage, runs = stored
     current, edited = _sides(runs)
     results = [whatif.mean_summary(current, "current budgets"), whatif.mean_summary(edited, "edited budgets")]
     variants = [r.label for r in results]
     st.caption(
-        f"Under {whatif.POLICY_WORDS[policy]}; each figure is the mean over "
+        f"Under {whatif.stage_words(stage)}; each figure is the mean over "
         f"{request.replicates} replicate(s) a side."
     )
     summary = whatif.summary_frame(results)

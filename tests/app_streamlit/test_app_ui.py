@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -150,15 +151,41 @@ def test_the_first_replicate_pair_is_shown_while_the_others_run(monkeypatch: pyt
 
 
 def test_mip_shows_the_fairshare_preview_first() -> None:
-    """Under mip, the fairshare runs come first and the mip result replaces them."""
+    """Under mip, the fairshare runs come first, then the quick mip answer, and the mip
+    result replaces them."""
     at = _app()
     at.run()
     _run(at, "mip", replicates=1)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    request, policy, _ = at.session_state["whatif"]
-    assert policy == "mip" == request.policy
+    request, stage, _ = at.session_state["whatif"]
+    assert stage == "mip" == request.policy
     ran = {k[2] for k in views._results() if k[0] == state.load_bundled("tiny").key and k[3] == request.days}
-    assert {"fairshare", "mip"} <= ran
+    assert {"fairshare", whatif.QUICK_STAGE, "mip"} <= ran
+
+
+def test_mip_stages_follow_one_another() -> None:
+    """The stage after each stored one: preview, quick mip, mip, then nothing; a
+    scheduler without stages runs once."""
+    request = whatif.Request(key="k", shares=(), policy="mip", days=1.0)
+    seen = [views._next_stage(request, None)]
+    while seen[-1] is not None:
+        seen.append(views._next_stage(request, (request, seen[-1], {})))
+    assert seen == ["fairshare", whatif.QUICK_STAGE, "mip", None]
+    other = whatif.Request(key="k", shares=(), policy="fairshare", days=1.0)
+    assert views._next_stage(other, None) == "fairshare"
+    assert views._next_stage(other, (other, "fairshare", {})) is None
+    # Results of other settings do not count as a stage done.
+    assert views._next_stage(request, (other, "mip", {})) == "fairshare"
+
+
+def test_the_quick_stage_downloads_say_its_plan_limit() -> None:
+    """A download of the quick stage names the scheduler and its shorter plans."""
+    tiny = state.load_bundled("tiny")
+    request = whatif.Request(key=tiny.key, shares=(), policy="mip", days=1.0)
+    meta = views.metadata(tiny.scenario, request, whatif.QUICK_STAGE)
+    assert meta["scheduler"] == "mip"
+    assert json.loads(meta["scheduler_options"])["time_limit"] == whatif.QUICK_OPTIONS["time_limit"]
+    assert json.loads(views.metadata(tiny.scenario, request, "mip")["scheduler_options"]) == whatif.RUN_OPTIONS["mip"]
 
 
 def test_the_csvs_carry_their_metadata(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -113,6 +113,19 @@ def test_mip_runs_get_the_whatif_options_and_fairshare_none(monkeypatch: pytest.
     assert seen == [("mip", whatif.RUN_OPTIONS["mip"]), ("fairshare", {})]
 
 
+def test_the_quick_stage_runs_mip_with_shorter_plans() -> None:
+    """The quick stage is mip with its own, shorter limit; the last stage is mip with the
+    what-if's options; other schedulers run once with none."""
+    assert whatif.stages("mip") == ("fairshare", whatif.QUICK_STAGE, "mip")
+    assert whatif.stages("legacy") == ("legacy",)
+    policy, options = whatif.stage_run(whatif.QUICK_STAGE)
+    assert policy == "mip" and options["time_limit"] < whatif.RUN_OPTIONS["mip"]["time_limit"]
+    assert whatif.stage_run("mip") == ("mip", whatif.RUN_OPTIONS["mip"])
+    assert whatif.stage_run("fairshare") == ("fairshare", {})
+    assert "0.5 s" in whatif.stage_words(whatif.QUICK_STAGE)
+    assert whatif.stage_words("mip") == whatif.POLICY_WORDS["mip"]
+
+
 def test_each_edit_of_one_scenario_reuses_its_sweep_base(monkeypatch: pytest.MonkeyPatch) -> None:
     """Running what-ifs of the same scenario again dumps it into a sweep base once; another
     scenario (or fingerprint) gets its own."""
