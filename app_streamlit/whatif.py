@@ -56,7 +56,11 @@ STAGES: dict[str, tuple[str, ...]] = {"mip": (PREVIEW_POLICY, QUICK_STAGE, "mip"
 """The runs a what-if goes through, each replacing the one before: under ``mip``, the
 ``fairshare`` preview, the quick ``mip`` answer, then ``mip`` with :data:`RUN_OPTIONS`.
 Other schedulers run once."""
-STAGE_WORDS = {QUICK_STAGE: "gpuplan's epoch planner with quick plans (mip, 0.5 s a plan)"}
+QUICK_S = f"{QUICK_OPTIONS['time_limit']:g} s"
+"""The quick stage's search per plan, as the page says it."""
+FULL_S = f"{RUN_OPTIONS['mip']['time_limit']:g} s"
+"""The ``mip`` stage's search per plan, as the page says it."""
+STAGE_WORDS = {QUICK_STAGE: f"gpuplan's epoch planner with quick plans (mip, {QUICK_S} a plan)"}
 """How a stage that is not a scheduler of its own is named on the page."""
 
 

@@ -163,6 +163,21 @@ def test_mip_shows_the_fairshare_preview_first() -> None:
     assert {"fairshare", whatif.QUICK_STAGE, "mip"} <= ran
 
 
+def test_a_quick_mip_answer_is_marked_as_such() -> None:
+    """Results of the quick stage say so on the page and in the details, with its plan
+    limit; the final mip results do not."""
+    at = _app()
+    at.run()
+    _run(at, "mip", replicates=1)
+    request, stage, runs = at.session_state["whatif"]
+    assert not any("Quick mip answer" in i.value for i in at.info)
+    at.session_state["whatif"] = (request, whatif.QUICK_STAGE, runs)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(i.value.startswith(f"**Quick mip answer**: each plan searched for {whatif.QUICK_S}") for i in at.info)
+    assert any(whatif.stage_words(whatif.QUICK_STAGE) in c.value for c in at.caption)
+
+
 def test_mip_stages_follow_one_another() -> None:
     """The stage after each stored one: preview, quick mip, mip, then nothing; a
     scheduler without stages runs once."""
