@@ -85,18 +85,32 @@ def _seconds_per_hour() -> dict[tuple[str, str], float]:
     return {}
 
 
+class _Held:
+    """A value kept by ``st.cache_resource`` in a holder: the cache refuses awaitable
+    values (Streamlit 1.67: ``CachedFunctionReturnedAwaitableError``), and a Dask
+    ``Client`` is awaitable. Returned bare, every what-if fell back to running one by one."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 @st.cache_resource(show_spinner="Starting the local Dask cluster...")
-def _dask(scheduler: str | None, workers: int) -> Any:
-    """The client the replicates run on: an existing cluster, a local one, or none."""
+def _dask_held(scheduler: str | None, workers: int) -> _Held:
     dd: Any = importlib.import_module("distributed")  # untyped: go through Any
     if scheduler:
-        return dd.Client(scheduler, timeout="10s")
+        return _Held(dd.Client(scheduler, timeout="10s"))
     if workers <= 0:
-        return None
+        return _Held(None)
     from app_streamlit.whatif import WORKER_PRELOAD
     from scenarios.sweep import start_local_cluster
 
-    return dd.Client(start_local_cluster(workers, preload=WORKER_PRELOAD))
+    return _Held(dd.Client(start_local_cluster(workers, preload=WORKER_PRELOAD)))
+
+
+def _dask(scheduler: str | None, workers: int) -> Any:
+    """The client the replicates run on: an existing cluster, a local one, or none; made
+    once per app process."""
+    return _dask_held(scheduler, workers).value
 
 
 def _workers() -> int:

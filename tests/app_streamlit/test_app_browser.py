@@ -32,6 +32,7 @@ def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(t
             assert page.get_by_text("40.0 % of parent (+15.0 points, rescaled)").is_visible()
 
             drive.run_whatif(page)
+            assert page.get_by_text("Dask is not available").count() == 0  # the runs went to Dask
             tiles = page.get_by_test_id("stMetric")
             assert tiles.count() == 2
             labels = tiles.get_by_test_id("stMetricLabel").all_inner_texts()
