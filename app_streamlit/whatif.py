@@ -48,7 +48,7 @@ QUICK_OPTIONS: dict[str, Any] = {"time_limit": 0.5, "rel_gap": 0.01}
 """``mip``'s options in the quick stage: each plan's search stops after 0.5 s. A week of
 ai2-like, 3 replicates a side, takes about 2 minutes on 2 cores this way, against about
 7 at 2 s. Each plan is a little worse (a median 0.9 % of its objective, measured on 48
-epochs), and so is the week (delivered over owed about 0.01 lower, a sixth fewer
+epochs), and so is the week (delivered over owed about 0.01 lower, a fifth fewer
 preemptions); the programs' changes agree with the 2 s runs' within their spread
 (``docs/app.md``, *The quick mip answer*). So it is shown as the quick answer, and the
 2 s runs replace it."""
