@@ -181,17 +181,16 @@ def test_a_quick_mip_answer_is_marked_as_such() -> None:
 def test_the_local_dask_client_is_made_once_and_kept() -> None:
     """The app's Dask client comes out of Streamlit's resource cache (which refuses a bare
     client, an awaitable), with its workers, and the second call gets the same one."""
+    client = views._dask(None, 1)
     try:
-        client = views._dask(None, 1)
         assert len(client.scheduler_info()["workers"]) == 1
         assert views._dask(None, 1) is client
     finally:
-        held = views._dask_held(None, 1).value
+        # Stop what this test started, and let no later test get the closed client.
         views._dask_held.clear()
-        if held is not None:
-            cluster = held.cluster
-            held.close()
-            cluster.close()
+        cluster = client.cluster
+        client.close()
+        cluster.close()
 
 
 def test_mip_stages_follow_one_another() -> None:
