@@ -306,7 +306,7 @@ class Scheduler:
             elif kind == CONTRACT:
                 run = self.runs[payload[0]]
                 if run.status == "running" and run.token == payload[1] and self.past_contract(run):
-                    self.preemptible_gpus += run.job.gpus
+                    self._count_preemptible(run)
                     self.touched.update(run.nodes)
                     self.policy.on_contract_end(run, now)
                     dirty = True
@@ -428,14 +428,14 @@ class Scheduler:
         run.restarts = restarts
         self.record("adopt", run, f"running since {run_start:.0f}")
         if run.job.min_runtime > 0 and self.past_contract(run):
-            self.preemptible_gpus += run.job.gpus
+            self._count_preemptible(run)
 
     def started_at(self, run: JobRun, t: float) -> None:
         """The cluster reports ``run`` began at ``t``, a moment after the decision to start
         it: its contract and its charging count from there, as the executor's do."""
         if run.status != "running" or not run.run_start < t <= self.now:
             return
-        if run.job.min_runtime > 0 and self.past_contract(run):
+        if run.counted:
             return  # already counted as preemptible; leave it so
         if run.first_start == run.run_start:
             run.first_start = t
@@ -477,6 +477,12 @@ class Scheduler:
             if run.contract_end > self.now:
                 self._push(run.contract_end, CONTRACT, (run.index, run.token))
         else:
+            self._count_preemptible(run)
+
+    def _count_preemptible(self, run: JobRun) -> None:
+        """Put the running ``run``'s GPUs in :attr:`preemptible_gpus` (its contract passed)."""
+        if not run.counted:
+            run.counted = True
             self.preemptible_gpus += run.job.gpus
 
     def _stop(self, run: JobRun) -> None:
@@ -492,7 +498,10 @@ class Scheduler:
         self.acct.segments.append(
             (run.index, run.run_start, self.now, run.job.gpus * run.rate, run.charged)
         )
-        if self.past_contract(run):
+        # Only what was counted: a run that ends at the instant its contract does stops
+        # (finish events come first) before its contract timer would have counted it.
+        if run.counted:
+            run.counted = False
             self.preemptible_gpus -= run.job.gpus
         del self.running[run.index]
         run.token += 1

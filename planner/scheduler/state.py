@@ -62,6 +62,9 @@ class JobRun:
     lost_h100_s: float = 0.0
     h100_demand: float = 0.0
     token: int = 0  # bumps on every start and stop, so stale completion events are ignored
+    # Whether its GPUs are in ``Scheduler.preemptible_gpus`` (its contract passed while
+    # it ran), so that its stop takes out exactly what was put in.
+    counted: bool = False
 
     @property
     def remaining(self) -> float:

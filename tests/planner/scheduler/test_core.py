@@ -1,19 +1,51 @@
-"""The scheduler core's placement helpers."""
+"""The scheduler core's placement helpers and its count of preemptible GPUs."""
 
 from __future__ import annotations
 
 from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
-from planner.scheduler import SUBMIT, Event, Scheduler, make_policy, try_place
+from planner.scheduler import FINISH, SUBMIT, Event, Scheduler, make_policy, try_place
 
 
-def _scheduler(jobs: list[Job]) -> Scheduler:
+def _scheduler(jobs: list[Job], policy: str = "legacy") -> Scheduler:
     scenario = Scenario(
         name="core",
         clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
         org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
         workloads=Workloads(jobs=tuple(jobs)),
     )
-    return Scheduler(scenario, make_policy("legacy"))
+    return Scheduler(scenario, make_policy(policy))
+
+
+def _contracts_end_as_one_job_finishes(policy: str) -> Scheduler:
+    """Two 4-GPU jobs of project a share the node from t = 0, each with a 30 min
+    contract; at t = 1800 s one finishes, at the instant both contracts end."""
+    jobs = [
+        Job(id="short", project="a", gpus=4, duration=1800.0, min_runtime=1800.0),
+        Job(id="long", project="a", gpus=4, duration=36000.0, min_runtime=1800.0, resumable=True),
+        Job(id="needy", project="b", gpus=8, duration=3600.0, submit=2000.0, min_runtime=1800.0),
+    ]
+    e = _scheduler(jobs, policy)
+    e.step(0.0, [Event(SUBMIT, "short"), Event(SUBMIT, "long")])
+    assert e.by_id["short"].status == e.by_id["long"].status == "running"
+    e.step(1800.0, [Event(FINISH, "short")])
+    return e
+
+
+def test_a_job_that_finishes_as_its_contract_ends_leaves_the_others_preemptible() -> None:
+    """Finishes are handled before contract ends at one instant: the finished job was
+    never counted as preemptible, so its stop must not take its GPUs off the count."""
+    e = _contracts_end_as_one_job_finishes("legacy")
+    assert e.by_id["short"].status == "done"
+    assert e.preemptible_gpus == 4  # the long job's, past its contract
+
+
+def test_fairshare_preempts_work_whose_contract_ended_with_a_finish() -> None:
+    """Under fairshare, project b (below its share) takes the node from a's long job,
+    whose contract ended at the instant a's other job finished."""
+    e = _contracts_end_as_one_job_finishes("fairshare")
+    e.step(2000.0, [Event(SUBMIT, "needy")])
+    assert e.by_id["needy"].status == "running"
+    assert e.by_id["long"].status == "queued"
 
 
 def test_try_place_finds_the_hole_a_finished_job_leaves() -> None:
