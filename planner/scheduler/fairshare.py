@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from planner.scheduler.core import Scheduler, try_place
@@ -49,6 +50,11 @@ class FairSharePolicy:
         self.free_queue = ShapeQueues(within_project)
         self.ratio: dict[str, float] = {}
         self.order: list[str] = []
+        # The cluster's version after the last pass that changed nothing (``None``: the
+        # state moved since, or the projects were re-ranked), and the highest victim
+        # level of the runs whose contracts ended since (see :meth:`schedule`).
+        self._settled: int | None = None
+        self._new_level = -math.inf
 
     def attach(self, engine: Scheduler) -> None:
         self.engine = engine
@@ -64,6 +70,7 @@ class FairSharePolicy:
         self.ratio, self.order = rank_by_ratio(e.projects, e.ratios())
         self._rank = self._project_rank()
         self.victims.invalidate()
+        self._settled = None  # other ratios, other victims: the next pass is a full one
 
     def _project_rank(self) -> dict[str, int]:
         """Each project's place in pass order (the queue groups are projects)."""
@@ -76,6 +83,7 @@ class FairSharePolicy:
         pass
 
     def on_contract_end(self, run: JobRun, now: float) -> None:
+        self._new_level = max(self._new_level, self._level(run))
         if any(n in self.engine.cluster.drained for n in run.nodes):
             self.engine.preempt(run, "maintenance")
 
@@ -128,10 +136,34 @@ class FairSharePolicy:
                 if run.status == "queued":
                     self._try(run, allow_preempt=True)
             return
-        if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
+        cl = e.cluster
+        version = cl.version
+        # Since a pass that changed nothing, no GPU was freed and no project re-ranked
+        # (the version and ``_settled`` say so): what failed then fails again, and only
+        # runs whose contracts ended since are new victims. Funded work of a project
+        # whose ratio is at least their level cannot take them, nor can unallocated work
+        # (it never preempts), so the pass stops before those groups, unless it changes
+        # something on the way (then it goes on as a full pass). Jobs submitted in this
+        # step were never tried: then the pass is a full one.
+        limit = self._new_level if self._settled == version and not new else math.inf
+        self._new_level = -math.inf
+        if limit > -math.inf:
+            self._pass(limit)
+        self._settled = cl.version if cl.version == version else None
+
+    def _pass(self, limit: float) -> None:
+        """The greedy pass over funded, then unallocated work; while nothing has changed,
+        only over the funded groups whose ratio is below ``limit``."""
+        e = self.engine
+        cl = e.cluster
+        version = cl.version
+        if cl.total_free == 0 and e.preemptible_gpus == 0:
             return
         rank = self._rank
+        ratio = self.ratio
         for funded, queue in ((True, self.queue), (False, self.free_queue)):
+            if not funded and limit < math.inf and cl.version == version:
+                return  # nothing freed: unallocated work fails as it did
             groups = queue.groups
             # Shapes that failed this pass: no hole on idle GPUs, and (funded) no victims
             # at this project's ratio or any later project's (a higher one), so they fail
@@ -145,6 +177,8 @@ class FairSharePolicy:
             while i < len(live):
                 at, key = live[i]
                 i += 1
+                if funded and ratio[str(key)] >= limit and cl.version == version:
+                    return  # the rest fail as they did: no new victim is above them
                 shapes = groups.get(key)
                 if not shapes or shapes.keys() <= dead:
                     continue  # nothing queued, or only shapes that already failed
@@ -157,5 +191,5 @@ class FairSharePolicy:
                     if started:
                         continue
                     dead.add(shape)
-                    if e.cluster.total_free == 0 and e.preemptible_gpus == 0:
+                    if cl.total_free == 0 and e.preemptible_gpus == 0:
                         return
