@@ -26,7 +26,9 @@ Measured on the project's 2-core machine, shared with other work (load average 6
 noisy; ``docs/app.md``, *How long it takes*): first answer 12.0 s, all 6 preview runs
 28.1 s, an edit's 3 runs 14.7 s (medians of 5); one fairshare run 8.4 s inside a worker
 (2.6 s of CPU); mip 2.0 s per simulated hour, so a week of 6 runs about 17 min. Quiet,
-2026-12-02: all 6 preview runs 9.4-11.9 s, the quick mip week 136 s.
+2026-12-02: all 6 preview runs 9.4-11.9 s, the quick mip week 136 s; with the
+baseline's preemption count fixed (f2a6303: fairshare now preempts as its rule says,
+and a week costs more), all 6 preview runs 11.7 s, the first answer 4.5 s (medians of 5).
 
 Usage::
 
