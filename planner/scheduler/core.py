@@ -435,7 +435,7 @@ class Scheduler:
         it: its contract and its charging count from there, as the executor's do."""
         if run.status != "running" or not run.run_start < t <= self.now:
             return
-        if run.counted:
+        if run.job.min_runtime > 0 and self.past_contract(run):
             return  # already counted as preemptible; leave it so
         if run.first_start == run.run_start:
             run.first_start = t

@@ -127,3 +127,20 @@ def test_the_preemptible_count_is_the_running_gpus_past_their_contracts(policy: 
     engine.run()
     assert steps and all(count == truth for count, truth in steps)
     assert any(truth > 0 for _, truth in steps)
+
+
+def test_the_reported_start_of_free_work_moves_its_run_start() -> None:
+    """Free work (no contract) counts from when the cluster says it began, as funded
+    work does: ``started_at`` moves its run start, and it stays preemptible once."""
+    jobs = [
+        Job(id="free", project="a", gpus=4, duration=3600.0, min_runtime=0.0),
+        Job(id="later", project="b", gpus=4, duration=3600.0, submit=30.0),
+    ]
+    e = _scheduler(jobs)
+    e.step(0.0, [Event(SUBMIT, "free")])
+    run = e.by_id["free"]
+    assert run.status == "running" and e.preemptible_gpus == 4
+    e.step(30.0, [Event(SUBMIT, "later")])
+    e.started_at(run, 20.0)
+    assert run.run_start == 20.0
+    assert e.preemptible_gpus == 4
