@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -9,7 +10,9 @@ import pytest
 from models import Cluster, GenerateSpec, Job, NodeGroup, OrgUnit, Policy, Scenario, Workloads
 from planner.scheduler import FINISH, SUBMIT, Event, Scheduler, make_policy, try_place
 from planner.simulator.engine import Engine
-from scenarios.generate import generate_jobs
+
+#: The ``on_a_grid`` fixture (``conftest.py``): work on a 5-minute grid.
+OnAGrid = Callable[[Scenario, GenerateSpec], Scenario]
 
 
 def _scheduler(jobs: list[Job], policy: str = "legacy") -> Scheduler:
@@ -88,31 +91,25 @@ def test_try_place_on_mixed_node_sizes_asks_again_for_a_bigger_gang() -> None:
     assert placed is not None and len(placed[1]) == 3
 
 
-def _on_a_grid(seed: int) -> Scenario:
-    """Generated work on a 5-minute grid, so completions and contract ends meet."""
-    base = Scenario(
+def _grid_base() -> Scenario:
+    return Scenario(
         name="grid",
         clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=4),)),),
         org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=2), OrgUnit(name="c", share=1)),
         policy=Policy(epoch=3600.0, slices=4),
     )
-    spec = GenerateSpec(seed=seed, days=1, load=1.3, users=8, backlog=4 * 3600.0)
-    jobs = tuple(
-        j.model_copy(update={
-            "submit": 300.0 * round(j.submit / 300.0),
-            "duration": 300.0 * max(1, round((j.duration or 300.0) / 300.0)),
-        })
-        for j in generate_jobs(base, spec)
-    )
-    return base.model_copy(update={"workloads": Workloads(jobs=jobs)})
 
 
 @pytest.mark.parametrize("policy", ["legacy", "fairshare", "mip"])
-def test_the_preemptible_count_is_the_running_gpus_past_their_contracts(policy: str) -> None:
-    """After every step of a day, the count the victim searches are gated on equals
-    the GPUs of running jobs whose minimum runtime has passed."""
+def test_the_preemptible_count_is_the_running_gpus_past_their_contracts(
+    policy: str, on_a_grid: OnAGrid
+) -> None:
+    """After every step of a day of work on a 5-minute grid (completions and contract
+    ends meet), the count the victim searches are gated on equals the GPUs of running
+    jobs whose minimum runtime has passed."""
     options = {"time_limit": 0.5} if policy == "mip" else {}
-    engine = Engine(_on_a_grid(0), make_policy(policy, **options), 86400.0)
+    spec = GenerateSpec(seed=0, days=1, load=1.3, users=8, backlog=4 * 3600.0)
+    engine = Engine(on_a_grid(_grid_base(), spec), make_policy(policy, **options), 86400.0)
     core = engine.core
     step = core.step
     steps = []

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from models import Cluster, GenerateSpec, NodeGroup, OrgUnit, Policy, Scenario, Workloads
+from models import Cluster, GenerateSpec, NodeGroup, OrgUnit, Policy, Scenario
 from planner.scheduler.fairshare import FairSharePolicy
 from planner.simulator.engine import Engine
-from scenarios.generate import generate_jobs
 
-GRID = 300.0
+#: The ``on_a_grid`` fixture (``conftest.py``): work on a 5-minute grid.
+OnAGrid = Callable[[Scenario, GenerateSpec], Scenario]
 
 
 class _AlwaysFull(FairSharePolicy):
@@ -22,9 +23,10 @@ class _AlwaysFull(FairSharePolicy):
         super().schedule(now, dirty, new)
 
 
-def _scenario(seed: int) -> Scenario:
+def _scenario(seed: int, on_a_grid: OnAGrid) -> Scenario:
     """A full two-pool cluster of many projects, so contracts end on a busy queue (the
-    passes the shortcut cuts short)."""
+    passes the shortcut cuts short), with work on a 5-minute grid, so submissions and
+    contract ends meet at one instant."""
     base = Scenario(
         name="passes",
         clusters=(
@@ -38,17 +40,7 @@ def _scenario(seed: int) -> Scenario:
         ),
         policy=Policy(epoch=3600.0, slices=4),
     )
-    spec = GenerateSpec(seed=seed, days=1, load=1.3, users=12, backlog=6 * 3600.0)
-    # On a 5-minute grid, submissions, completions and contract ends meet at one
-    # instant, as they do in real traces that round their times.
-    jobs = tuple(
-        j.model_copy(update={
-            "submit": GRID * round(j.submit / GRID),
-            "duration": GRID * max(1, round((j.duration or GRID) / GRID)),
-        })
-        for j in generate_jobs(base, spec)
-    )
-    return base.model_copy(update={"workloads": Workloads(jobs=jobs)})
+    return on_a_grid(base, GenerateSpec(seed=seed, days=1, load=1.3, users=12, backlog=6 * 3600.0))
 
 
 def _events(scenario: Scenario, policy: FairSharePolicy) -> list[tuple[Any, ...]]:
@@ -58,10 +50,12 @@ def _events(scenario: Scenario, policy: FairSharePolicy) -> list[tuple[Any, ...]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_pass_cut_short_after_an_unchanged_one_decides_as_a_full_pass(seed: int) -> None:
+def test_a_pass_cut_short_after_an_unchanged_one_decides_as_a_full_pass(
+    seed: int, on_a_grid: OnAGrid
+) -> None:
     """Every start, preemption and requeue at the same instant, with and without the
     shortcut (which must have cut some pass short for the check to mean anything)."""
-    scenario = _scenario(seed)
+    scenario = _scenario(seed, on_a_grid)
     cut = FairSharePolicy()
     full: list[bool] = []  # per dirty step: whether it made a full pass
     schedule, full_pass = cut.schedule, cut._pass
