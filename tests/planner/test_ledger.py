@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from planner.ledger import (
@@ -67,6 +68,33 @@ def test_window_totals_see_later_records(ledger: Ledger) -> None:
     assert ledger.window_totals(0.0, 10 * HOUR)["a"].allocated_gpu_h == 1.0
     ledger.record([Usage("a", HOUR, 2 * HOUR, 2.0)])
     assert ledger.window_totals(0.0, 10 * HOUR)["a"].allocated_gpu_h == 3.0
+
+
+def test_a_window_holding_every_record_sums_each_project_in_record_order(ledger: Ledger) -> None:
+    """A window over every record (a run shorter than the lookback) gives, per project,
+    the exact floats of adding its records in the order they were written, as a window
+    that cuts records adds their whole ones; a window that cuts one still prorates."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for h in range(30):
+        for p in ("a", "b", "c")[: 1 + h % 3]:
+            a, b, c, d = (float(x) for x in rng.uniform(0.0, 97.3, size=4))
+            rows.append(Usage(p, h * HOUR, (h + 1) * HOUR, a, b, c, d))
+    ledger.record(rows[:40])
+    ledger.record(rows[40:])
+    expected: dict[str, list[float]] = {}
+    for u in rows:
+        total = expected.setdefault(u.project, [0.0, 0.0, 0.0, 0.0])
+        for k, value in enumerate(
+            (u.allocated_gpu_h, u.charged_gpu_h, u.unallocated_gpu_h, u.owed_gpu_h)
+        ):
+            total[k] += value
+    whole = ledger.window_totals(-HOUR, 40 * HOUR)
+    assert whole == {p: Totals(*t) for p, t in expected.items()}
+    assert list(whole) == ["a", "b", "c"]
+    cut = ledger.window_totals(0.5 * HOUR, 30 * HOUR)  # half of hour 0 (project a only)
+    assert cut["a"].owed_gpu_h == pytest.approx(expected["a"][3] - rows[0].owed_gpu_h / 2)
+    assert cut["b"] == pytest.approx(whole["b"])
 
 
 @pytest.mark.parametrize(
