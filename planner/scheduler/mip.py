@@ -635,17 +635,26 @@ class MipPolicy:
 
         dead: set[Shape] = set()
         skip: set[int] = set()
+        groups = self.funded_queue.groups  # live: a preempted victim may queue again
         for project in self.order:
-            if running.get(project, 0.0) >= owed.get(project, 0.0):
+            if not groups.get(project) or running.get(project, 0.0) >= owed.get(project, 0.0):
                 continue
-            for shape, run in self.funded_queue.iter_group(e, project, dead, skip):
-                below = running.get(project, 0.0) + e.job_h100(run) <= owed.get(project, 0.0) + 1e-9
-                if run.job.id in self.planned or run.index in self.fast or not below:
+            # The shapes this project may not try: those no victim search found room for
+            # (for every later project too), and those that would take it above its owed
+            # share. A queued job's H100-equivalent demand is its shape's, and the
+            # project's running work only grows here, so once one job of a shape is over,
+            # every later one is: walking them one by one cost a third of a mip run.
+            here = set(dead)
+            for shape, run in self.funded_queue.iter_group(e, project, here, skip):
+                if running.get(project, 0.0) + e.job_h100(run) > owed.get(project, 0.0) + 1e-9:
+                    here.add(shape)
+                elif run.job.id in self.planned or run.index in self.fast:
                     skip.add(run.index)
                 elif self._displace(run, self.ratio[project], "funded lane", spare=spare):
                     running[project] = running.get(project, 0.0) + run.job.gpus * (run.rate or 1.0)
                 else:
                     dead.add(shape)
+                    here.add(shape)
                 if e.preemptible_gpus == 0:
                     return
 
@@ -673,7 +682,10 @@ class MipPolicy:
             # preemption.
             dead: set[Shape] = set()
             skip: set[int] = set()
+            groups = self.queue.groups
             for project in self.order:
+                if not groups.get(project):
+                    continue  # nothing queued (what iter_group would find first)
                 for shape, run in self.queue.iter_group(e, project, dead, skip):
                     if run.job.id in self.want:
                         skip.add(run.index)  # planned now: only on its planned nodes

@@ -217,18 +217,21 @@ class _PoolIndex:
         bisect.insort(self.ordered, row)
         bisect.insort(self.clears, row[2])
 
-    def cheapest(self, threshold: float, need: int) -> list[tuple[float, str, float]] | None:
+    def cheapest(
+        self, threshold: float, need: int, keep: Callable[[str], bool] | None = None
+    ) -> list[tuple[float, str, float]] | None:
         """The ``need`` cheapest nodes whose every job is a victim above ``threshold``
-        (ties by name, as ``heapq.nsmallest`` of ``(total, name)`` picks them)."""
+        and that ``keep`` (by name) lets through, or ``None`` when fewer are (ties by
+        name, as ``heapq.nsmallest`` of ``(total, name)`` picks them)."""
         if len(self.clears) - bisect.bisect_right(self.clears, threshold) < need:
             return None
         picked = []
         for row in self.ordered:
-            if row[2] > threshold:
+            if row[2] > threshold and (keep is None or keep(row[1])):
                 picked.append(row)
                 if len(picked) == need:
-                    break
-        return picked
+                    return picked
+        return None
 
 
 class VictimIndex:
@@ -398,8 +401,17 @@ class VictimIndex:
         runs = e.runs
         nodes = self.nodes
         free = cl.free
-        drained = cl.drained
         best: tuple[float, Pool, list[int]] | None = None
+        keep: Callable[[str], bool] | None = None
+        if not plain:
+
+            def keep(name: str) -> bool:
+                """Whether a multi-node gang may take this whole node: not excluded, and
+                no job on it spared."""
+                return name not in exclude and (
+                    spare is None or not any(spare(runs[x[3]]) for x in nodes[name][2])
+                )
+
         for pool, ps, max_size in cl.allowed_pools(job):
             if gpus <= max_size:
                 sizes = ps.size
@@ -427,23 +439,15 @@ class VictimIndex:
                     if got >= gpus and (best is None or total < best[0]):
                         best = (total, pool, chosen)
             else:
+                # The pool's index holds its whole-size, non-drained nodes in (total
+                # cost, name) order: the first ``need`` that pass are the cheapest, and
+                # a threshold too high for ``need`` of them ends the search before any
+                # node is looked at.
                 need = nodes_needed(gpus, max_size)
-                if plain:
-                    rows = self._pool_index(pool).cheapest(threshold, need)
-                    if rows is None:
-                        continue
-                    picked = [(r[0], r[1]) for r in rows]
-                else:
-                    options = [
-                        (nodes[name][1], name)
-                        for name, size in ps.size.items()
-                        if size == max_size and name not in drained and name not in exclude
-                        and nodes[name][0] > threshold
-                        and (spare is None or not any(spare(runs[x[3]]) for x in nodes[name][2]))
-                    ]
-                    if len(options) < need:
-                        continue
-                    picked = heapq.nsmallest(need, options)
+                rows = self._pool_index(pool).cheapest(threshold, need, keep)
+                if rows is None:
+                    continue
+                picked = [(r[0], r[1]) for r in rows]
                 total = sum(o[0] for o in picked)
                 if best is None or total < best[0]:
                     ids = sorted({x[3] for _, n in picked for x in nodes[n][2]})

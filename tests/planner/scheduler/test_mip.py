@@ -125,6 +125,28 @@ def test_the_funded_lane_displaces_free_work_between_plans() -> None:
     assert float(off[(off.job == "B") & (off.event == "start")].t.iloc[0]) >= SLICE
 
 
+def test_the_funded_lane_passes_over_a_job_too_big_for_its_share_not_the_work_behind_it() -> None:
+    """A funded job that would take its project above its owed share waits; a smaller job
+    of that project queued behind it still displaces free work between plans."""
+    s = build([
+        *({"id": f"U{k}", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+           "resumable": True} for k in range(3)),
+        {"id": "BIG", "project": "b", "gpus": 16, "duration": 2 * H, "min_runtime": H, "submit": 100},
+        {"id": "SMALL", "project": "b", "gpus": 8, "duration": 2 * H, "min_runtime": H, "submit": 100},
+    ], nodes=3, shares={"a": 1, "b": 1})
+    plan = Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=tuple(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=tuple(
+                    _assign(f"U{n}", "a", f"c-h100-00{n}", 8, False) for n in range(3)))
+                    for k in range(4)))
+    core = Scheduler(s, HandPlanned(plan))
+    core.step(0.0, [Event(SUBMIT, f"U{k}") for k in range(3)])
+    # b is owed 12 of the 24 GPUs: 16 would take it above, 8 would not.
+    core.step(100.0, [Event(SUBMIT, "BIG"), Event(SUBMIT, "SMALL")])
+    assert core.by_id["SMALL"].status == "running"
+    assert core.by_id["BIG"].status == "queued"
+    assert len([row for row in core.log if row[1] == "preempt"]) == 1  # one free job made room
+
+
 def test_free_work_inside_its_owed_share_is_the_last_free_victim() -> None:
     """Of free jobs on full nodes, the lanes displace those of a project running above its
     owed share, not the one of a project running within it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
 from planner.scheduler import SUBMIT, Event, Scheduler, make_policy
@@ -74,6 +75,28 @@ def test_victim_search_sees_a_node_whose_job_became_a_victim() -> None:
     found = index.find(want, 0.0)
     assert found is not None and [v.job.id for v in found[1]] == ["free"]
 
+
+
+def test_a_multi_node_search_takes_the_cheapest_nodes_it_may() -> None:
+    """A two-node gang's victims are those of the two cheapest whole nodes left once the
+    excluded and the spared ones are passed over; with fewer left, there are none."""
+    jobs = [Job(id=f"f{k}", project="a", gpus=8, duration=7200.0, min_runtime=0.0) for k in range(4)]
+    jobs.append(Job(id="gang", project="b", gpus=16, duration=3600.0, min_runtime=600.0))
+    e = _scheduler(jobs, nodes=4)
+    e.step(0.0, [Event(SUBMIT, f"f{k}") for k in range(4)])
+    cost = {"f0": 4.0, "f1": 1.0, "f2": 2.0, "f3": 3.0}
+    index = VictimIndex(e, level=lambda v: math.inf, cost=lambda v: cost[v.job.id])
+    gang = e.by_id["gang"]
+
+    def victims(**how: Any) -> list[str] | None:
+        found = index.find(gang, 0.0, **how)
+        return None if found is None else sorted(v.job.id for v in found[1])
+
+    assert victims() == ["f1", "f2"]
+    node_of = {e.runs[i].job.id: n for n, ids in e.cluster.jobs_on.items() for i in ids}
+    assert victims(exclude={node_of["f1"]}) == ["f2", "f3"]
+    assert victims(spare=lambda v: v.job.id == "f2") == ["f1", "f3"]
+    assert victims(exclude={node_of["f1"]}, spare=lambda v: v.job.id in {"f2", "f3"}) is None
 
 
 def test_shape_numbers_tell_shapes_apart() -> None:
