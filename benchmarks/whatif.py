@@ -29,6 +29,11 @@ noisy; ``docs/app.md``, *How long it takes*): first answer 12.0 s, all 6 preview
 2026-12-02: all 6 preview runs 9.4-11.9 s, the quick mip week 136 s; with the
 baseline's preemption count fixed (f2a6303: fairshare now preempts as its rule says,
 and a week costs more), all 6 preview runs 11.7 s, the first answer 4.5 s (medians of 5).
+Those 136 s were mostly greedy plans: the planner kept a fixed 0.3 s of a 0.5 s limit
+after the solve, and CP-SAT, left about 0.1 s, found nothing in most epochs. With that
+margin a tenth of the limit (``planner.mip.reserve_seconds``), on a slower host
+(a fairshare week 4.5 s inside a worker): the quick mip week 212.5 s (143.1 s before the
+fix), all 6 preview runs 14.7-15.8 s, an edit's 3 runs 9.0-10.2 s (one run each).
 
 Usage::
 

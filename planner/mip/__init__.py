@@ -78,6 +78,12 @@ SEARCH_GAP_SHARE = 0.125
 MIN_SEARCH = 1.0
 #: Seconds kept for the plan's reasons and objects, per second the greedy plan took.
 RESERVE_SHARE = 1.5
+#: Seconds kept besides, as a margin (:func:`reserve_seconds`): at most this much, and
+#: at most :data:`RESERVE_MARGIN_SHARE` of the limit. A fixed 0.3 s left a 0.5 s plan of
+#: ai2-like about 0.1 s for its model and solver: CP-SAT found nothing and 20 of the
+#: first day's 24 plans were the greedy fallback, returned after 0.2 s.
+RESERVE_MARGIN = 0.3
+RESERVE_MARGIN_SHARE = 0.1
 #: Every other neighbourhood search frees one pool's decisions when at least this share
 #: of the queued jobs may use at most two sub-pools (type-restricted: 81%, the other
 #: families 8-26%). Measured offline on type-restricted seed 1, four 2 s searches: 2.86%
@@ -174,11 +180,11 @@ def plan_epoch(
     epoch = build_epoch(snapshot)
     greedy = greedy_runs(epoch, previous)
     # Reasons and the plan's objects (the LP-guided incumbent is placed already) take
-    # less than the greedy's time: keep 1.5 times that of the limit for them. (Three
-    # times, before the fill by gain per quantum, which made the greedy slower, left
-    # 1-2 s of the 10 s limit unused on the benchmark families.)
-    reserve = RESERVE_SHARE * (time.perf_counter() - t0) + 0.3
-    deadline = t0 + time_limit - reserve
+    # less than the greedy's time: keep 1.5 times that of the limit for them, and a
+    # margin (:func:`reserve_seconds`). (Three times, before the fill by gain per
+    # quantum, which made the greedy slower, left 1-2 s of the 10 s limit unused on the
+    # benchmark families.)
+    deadline = t0 + time_limit - reserve_seconds(time.perf_counter() - t0, time_limit)
     # 3. The model.
     form = apply(epoch)
     if form.trivial:
@@ -270,6 +276,14 @@ def plan_epoch(
         update={"seconds": t_end - t0, "message": info.message + phases}
     )
     return plan.model_copy(update={"solver": solver_info})
+
+
+def reserve_seconds(greedy_s: float, time_limit: float) -> float:
+    """Seconds of ``time_limit`` kept after the solve for placement, reasons and the
+    plan's objects, when the geometry and the greedy plan took ``greedy_s``: a share of
+    that (the steps after the solve take less) and a margin that shrinks with short
+    limits, so that a short plan still leaves its solver most of its time."""
+    return RESERVE_SHARE * greedy_s + min(RESERVE_MARGIN, RESERVE_MARGIN_SHARE * time_limit)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from models import SolveStatus
-from planner.mip import plan_epoch
+from planner.mip import plan_epoch, reserve_seconds
 from planner.mip.backends import Capabilities, SolveResult
 from planner.mip.model import LinearModel
 
@@ -80,6 +80,34 @@ def test_tiny_time_limit_still_returns_a_valid_plan() -> None:
     plan = plan_epoch(snapshot, time_limit=0.001)
     assert time.perf_counter() - t0 < 5.0
     check_plan(snapshot, plan)
+
+
+class Recorder(NoAnswer):
+    """:class:`NoAnswer` that keeps the time limit it was given."""
+
+    given: float | None = None
+
+    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        self.given = time_limit
+        return super().solve(model, time_limit=time_limit, rel_gap=rel_gap)
+
+
+def test_a_short_time_limit_leaves_the_solver_most_of_it() -> None:
+    """A 0.5 s plan of a small epoch hands its backend at least 0.3 s: with a fixed 0.3 s
+    kept back for the steps after the solve it got at most 0.2 s, and on ai2-like CP-SAT
+    then found no answer in most epochs."""
+    backend = Recorder()
+    plan_epoch(busy_snapshot(), backend=backend, time_limit=0.5)
+    assert backend.given is not None and backend.given >= 0.3
+
+
+def test_the_time_kept_after_the_solve_shrinks_with_short_limits() -> None:
+    """The margin kept besides the steps after the solve is 0.3 s from a 3 s limit up and
+    a tenth of the limit below it."""
+    assert reserve_seconds(0.0, 10.0) == pytest.approx(0.3)
+    assert reserve_seconds(0.0, 3.0) == pytest.approx(0.3)
+    assert reserve_seconds(0.0, 0.5) == pytest.approx(0.05)
+    assert reserve_seconds(0.2, 10.0) == pytest.approx(0.6)  # 1.5 times the greedy's time
 
 
 def test_unknown_backend_name_is_an_error() -> None:
