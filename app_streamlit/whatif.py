@@ -46,12 +46,15 @@ QUICK_STAGE = "mip-quick"
 """The stage between the preview and the ``mip`` answer: ``mip`` with quick plans."""
 QUICK_OPTIONS: dict[str, Any] = {"time_limit": 0.5, "rel_gap": 0.01}
 """``mip``'s options in the quick stage: each plan's search stops after 0.5 s. A week of
-ai2-like, 3 replicates a side, takes about 2 minutes on 2 cores this way, against about
-7 at 2 s. Each plan is a little worse (a median 0.9 % of its objective, measured on 48
-epochs), and so is the week (delivered over owed about 0.01 lower, a fifth fewer
-preemptions); the programs' changes agree with the 2 s runs' within their spread
-(``docs/app.md``, *The quick mip answer*). So it is shown as the quick answer, and the
-2 s runs replace it."""
+ai2-like, 3 replicates a side, takes about 3.5 minutes on 2 cores this way (212.5 s
+measured), against about 7 at 2 s. Each plan is a little worse (a median 0.9 % of its
+objective, from the incumbents of 48 2 s plans). Until the planner kept a margin of a
+tenth of short limits (``planner.mip.reserve_seconds``), most of these plans were the
+greedy fallback and the week took about 2.4 minutes; measured then, the week's
+delivered over owed was about 0.01 lower than at 2 s, with a fifth fewer preemptions,
+and the programs' changes agreed with the 2 s runs' within their spread (``docs/app.md``,
+*The quick mip answer*). So it is shown as the quick answer, and the 2 s runs replace
+it."""
 STAGES: dict[str, tuple[str, ...]] = {"mip": (PREVIEW_POLICY, QUICK_STAGE, "mip")}
 """The runs a what-if goes through, each replacing the one before: under ``mip``, the
 ``fairshare`` preview, the quick ``mip`` answer, then ``mip`` with :data:`RUN_OPTIONS`.
