@@ -643,7 +643,8 @@ class MipPolicy:
             # (for every later project too), and those that would take it above its owed
             # share. A queued job's H100-equivalent demand is its shape's, and the
             # project's running work only grows here, so once one job of a shape is over,
-            # every later one is: walking them one by one cost a third of a mip run.
+            # every later one is (walked one by one: 126,792 such jobs in a day of
+            # ai2-like with 0.5 s plans, against 6,390 tried).
             here = set(dead)
             for shape, run in self.funded_queue.iter_group(e, project, here, skip):
                 if running.get(project, 0.0) + e.job_h100(run) > owed.get(project, 0.0) + 1e-9:
