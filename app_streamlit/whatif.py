@@ -143,6 +143,8 @@ class RunResult:
     ``jobs``: job, project, class, wait_s, started, preemptions.
     ``occupancy``: hours (start of each simulated hour), occupancy (busy / available, 0-1).
     ``replicate``: the replicate's seed (0: the workload as given).
+    ``extra``: the scheduler's own figures (``SimulationResult.extra``; for ``mip``, its
+    plans and how many were the greedy fallback).
     """
 
     label: str
@@ -153,6 +155,7 @@ class RunResult:
     occupancy: pd.DataFrame
     seconds: float
     replicate: int = 0
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 # -- replicates ----------------------------------------------------------------------------
@@ -400,6 +403,7 @@ def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
             }
         ),
         seconds=seconds,
+        extra=dict(result.extra),
     )
 
 

@@ -28,6 +28,16 @@ def test_run_keeps_the_simulators_figures(pair: tuple[whatif.RunResult, whatif.R
     assert 0 < base.summary["delivered_over_owed"] <= 1
 
 
+def test_a_mip_run_keeps_its_plan_counts() -> None:
+    """A what-if run under mip keeps how many epochs it planned and how many of those
+    plans were the greedy fallback (the benchmark reports it); fairshare has none."""
+    tiny = state.load_bundled("tiny").scenario
+    run = whatif.replicate_run(tiny, "mip", days=2 / 24, time_limit=2.0, backend="pulp")
+    assert run.extra["plans"] == 2
+    assert 0 <= run.extra["fallbacks"] <= 2
+    assert whatif.run(tiny, "fairshare", 2 / 24).extra == {}
+
+
 def test_owed_follows_the_edited_shares(pair: tuple[whatif.RunResult, whatif.RunResult]) -> None:
     """The edited run owes research/vision more GPU-hours than the current one."""
     base, other = (r.projects.set_index("project")["owed_gpu_h"] for r in pair)
