@@ -88,9 +88,9 @@ def _timed(
 
 
 def _fallbacks(results: Any) -> str:
-    """How many of the runs' plans were the greedy fallback: a stage whose plans mostly
-    are measures the greedy plan, not the MIP (until the planner kept a margin of a tenth
-    of short limits, 20 of 24 plans of a day were)."""
+    """How many of the runs' plans were the greedy fallback. A stage whose plans are
+    mostly the fallback measures the greedy plan, not the MIP (until the planner kept a
+    margin of a tenth of short limits, 20 of a quick-stage day's 24 plans were)."""
     plans = sum(int(r.extra.get("plans") or 0) for r in results)
     fallbacks = sum(int(r.extra.get("fallbacks") or 0) for r in results)
     return f"{fallbacks:,} of {plans:,} plans" if plans else "no plans reported"
