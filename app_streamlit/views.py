@@ -598,10 +598,17 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
         )
     elif stage != request.policy:
         st.info(f"**Preview** under fairshare (fast); the {request.policy} answer replaces it when ready.")
+    plans, fallbacks = whatif.plan_counts([*current_runs, *edited_runs])
     st.caption(
         f"Under {whatif.stage_words(stage)}, {request.replicates} replicate(s) a side. Each "
         "change is edited minus current, ± one standard deviation over the replicates; a grey "
         "change is **within noise** (the two sides' replicates overlap)."
+        + (
+            f" Of the runs' {plans:,} epoch plans, {fallbacks:,} found no solver answer in time "
+            "and are the greedy plan."
+            if plans
+            else ""
+        )
     )
     with st.container(horizontal=True, gap="small", key="tiles"):
         for u in units[units["level"] == 0].to_dict("records"):

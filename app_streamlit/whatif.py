@@ -16,7 +16,7 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -405,6 +405,16 @@ def from_simulation(result: Any, policy: str, seconds: float) -> RunResult:
         seconds=seconds,
         extra=dict(result.extra),
     )
+
+
+def plan_counts(results: Iterable[RunResult]) -> tuple[int, int]:
+    """The epoch plans of ``results`` (``mip`` runs) and how many of them were the greedy
+    fallback, the solver having found no answer in time; ``(0, 0)`` for other schedulers."""
+    plans = fallbacks = 0
+    for r in results:
+        plans += int(r.extra.get("plans") or 0)
+        fallbacks += int(r.extra.get("fallbacks") or 0)
+    return plans, fallbacks
 
 
 # -- side-by-side frames ------------------------------------------------------------------

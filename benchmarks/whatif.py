@@ -91,8 +91,9 @@ def _fallbacks(results: Any) -> str:
     """How many of the runs' plans were the greedy fallback. A stage whose plans are
     mostly the fallback measures the greedy plan, not the MIP (until the planner kept a
     margin of a tenth of short limits, 20 of a quick-stage day's 24 plans were)."""
-    plans = sum(int(r.extra.get("plans") or 0) for r in results)
-    fallbacks = sum(int(r.extra.get("fallbacks") or 0) for r in results)
+    from app_streamlit import whatif
+
+    plans, fallbacks = whatif.plan_counts(results)
     return f"{fallbacks:,} of {plans:,} plans" if plans else "no plans reported"
 
 

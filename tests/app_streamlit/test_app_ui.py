@@ -178,6 +178,21 @@ def test_a_quick_mip_answer_is_marked_as_such() -> None:
     assert any(whatif.stage_words(whatif.QUICK_STAGE) in c.value for c in at.caption)
 
 
+def test_a_mip_answer_says_how_many_plans_were_the_greedy_fallback() -> None:
+    """Under mip the caption counts the runs' epoch plans and those that found no solver
+    answer in time; a fairshare answer has no such line."""
+    at = _app()
+    at.run()
+    _run(at, "mip", replicates=1)
+    _, _, runs = at.session_state["whatif"]
+    plans, fallbacks = whatif.plan_counts(runs.values())
+    assert plans > 0
+    line = f"Of the runs' {plans:,} epoch plans, {fallbacks:,} found no solver answer in time"
+    assert any(line in c.value for c in at.caption)
+    _run(at, "fairshare", replicates=1)
+    assert not any("epoch plans" in c.value for c in at.caption)
+
+
 def test_the_local_dask_client_is_made_once_and_kept() -> None:
     """The app's Dask client comes out of Streamlit's resource cache (which refuses a bare
     client, an awaitable), with its workers, and the second call gets the same one."""

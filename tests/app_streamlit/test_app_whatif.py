@@ -35,7 +35,9 @@ def test_a_mip_run_keeps_its_plan_counts() -> None:
     run = whatif.replicate_run(tiny, "mip", days=2 / 24, time_limit=2.0, backend="pulp")
     assert run.extra["plans"] == 2
     assert 0 <= run.extra["fallbacks"] <= 2
-    assert whatif.run(tiny, "fairshare", 2 / 24).extra == {}
+    assert whatif.plan_counts([run, run]) == (4, 2 * run.extra["fallbacks"])
+    fair = whatif.run(tiny, "fairshare", 2 / 24)
+    assert fair.extra == {} and whatif.plan_counts([fair]) == (0, 0)
 
 
 def test_owed_follows_the_edited_shares(pair: tuple[whatif.RunResult, whatif.RunResult]) -> None:
