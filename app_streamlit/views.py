@@ -603,12 +603,7 @@ def _show_results(s: Scenario, stored: Any, below: Any, *, final: bool) -> None:
         f"Under {whatif.stage_words(stage)}, {request.replicates} replicate(s) a side. Each "
         "change is edited minus current, ± one standard deviation over the replicates; a grey "
         "change is **within noise** (the two sides' replicates overlap)."
-        + (
-            f" Of the runs' {plans:,} epoch plans, {fallbacks:,} found no solver answer in time "
-            "and are the greedy plan."
-            if plans
-            else ""
-        )
+        + (" " + whatif.plan_words(plans, fallbacks) if plans else "")
     )
     with st.container(horizontal=True, gap="small", key="tiles"):
         for u in units[units["level"] == 0].to_dict("records"):

@@ -417,6 +417,18 @@ def plan_counts(results: Iterable[RunResult]) -> tuple[int, int]:
     return plans, fallbacks
 
 
+def plan_words(plans: int, fallbacks: int) -> str:
+    """One sentence on where a what-if's epoch plans came from (empty without plans)."""
+    if not plans:
+        return ""
+    if not fallbacks:
+        return f"All {plans:,} epoch plans of the runs are the solver's."
+    return (
+        f"Of the runs' {plans:,} epoch plans, {fallbacks:,} found no solver answer in time "
+        "and are the greedy plan."
+    )
+
+
 # -- side-by-side frames ------------------------------------------------------------------
 
 

@@ -40,6 +40,14 @@ def test_a_mip_run_keeps_its_plan_counts() -> None:
     assert fair.extra == {} and whatif.plan_counts([fair]) == (0, 0)
 
 
+def test_plan_words_name_the_fallbacks_only_when_there_are_some() -> None:
+    """Plans all from the solver say so; with fallbacks the sentence counts them; no plans
+    (another scheduler), no sentence."""
+    assert whatif.plan_words(1008, 0) == "All 1,008 epoch plans of the runs are the solver's."
+    assert "12 found no solver answer in time" in whatif.plan_words(1008, 12)
+    assert whatif.plan_words(0, 0) == ""
+
+
 def test_owed_follows_the_edited_shares(pair: tuple[whatif.RunResult, whatif.RunResult]) -> None:
     """The edited run owes research/vision more GPU-hours than the current one."""
     base, other = (r.projects.set_index("project")["owed_gpu_h"] for r in pair)
