@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from models import Snapshot, SolveStatus
-from planner.mip import LP_GUIDED_VARS, plan_epoch
+from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, plan_epoch
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available, solve_relaxation
 
 from .conftest import SnapBuilder
-from .test_fallback import NoAnswer
+from .test_fallback import NoAnswer, contended_snapshot
 from .test_properties import check_plan
 
 pytestmark = pytest.mark.skipif(not lp_available(), reason="HiGHS (highspy) missing")
@@ -95,3 +95,36 @@ def test_relaxation_bound() -> None:
     relax = solve_relaxation(knapsack(), 5.0)
     assert relax is not None
     assert relax.bound == pytest.approx(28.0 / 3.0)
+
+
+def test_a_small_epoch_under_a_short_limit_is_searched_whole_from_the_lp_rounding() -> None:
+    """Under SHORT_LIMIT even a small model gets the LP bound and roundings first, and
+    the backend then searches the whole model from the best of them."""
+    snapshot = contended_snapshot()
+    assert apply(build_epoch(snapshot)).model.num_vars <= LP_GUIDED_VARS
+    plan = plan_epoch(snapshot, time_limit=0.5 * SHORT_LIMIT, rel_gap=0.0)
+    assert not plan.solver.fallback
+    assert "roundings: " in plan.solver.message
+    assert "cpsat on the whole model from the LP rounding" in plan.solver.message
+    assert plan.solver.bound is not None and plan.solver.objective is not None
+    assert plan.solver.bound >= plan.solver.objective
+    check_plan(snapshot, plan)
+
+
+def test_under_a_short_limit_a_backend_without_an_answer_leaves_the_rounding() -> None:
+    """With no answer from the backend in a short plan, the plan is the LP rounding's,
+    not the greedy fallback (which it was when the backend started from the greedy)."""
+    snapshot = contended_snapshot()
+    plan = plan_epoch(snapshot, backend=NoAnswer(), time_limit=0.5 * SHORT_LIMIT, rel_gap=0.0)
+    assert not plan.solver.fallback
+    assert plan.solver.status in (SolveStatus.FEASIBLE, SolveStatus.OPTIMAL)
+    assert "on the whole model from the LP rounding" in plan.solver.message
+    assert "no answer (no_solution)" in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_a_small_epoch_with_time_is_solved_whole_from_the_greedy() -> None:
+    """At SHORT_LIMIT and above a small model goes to the backend whole, with no LP."""
+    plan = plan_epoch(contended_snapshot(), time_limit=2 * SHORT_LIMIT, rel_gap=0.0)
+    assert "cpsat on the whole model: " in plan.solver.message
+    assert "roundings: " not in plan.solver.message
