@@ -4,7 +4,7 @@ The issue's targets, current against edited budgets with replicates included:
 
 - the first answer, from the fast ``fairshare`` preview, in under 10 s;
 - the ``mip`` answer in under 3 minutes (and proportionally sooner with more workers):
-  the app's quick mip stage (``whatif.QUICK_OPTIONS``: 0.5 s plans), which the answer
+  the app's quick mip stage (``whatif.QUICK_OPTIONS``: 0.3 s plans), which the answer
   with the what-if's 2 s plans (``whatif.RUN_OPTIONS``) then replaces.
 
 All go through what the app runs (:func:`app_streamlit.whatif.run_points`: the sweep
@@ -34,6 +34,8 @@ after the solve, and CP-SAT, left about 0.1 s, found nothing in most epochs. Wit
 margin a tenth of the limit (``planner.mip.reserve_seconds``), on a slower host
 (a fairshare week 4.5 s inside a worker): the quick mip week 212.5 s (143.1 s before the
 fix), all 6 preview runs 14.7-15.8 s, an edit's 3 runs 9.0-10.2 s (one run each).
+With 0.3 s plans that start from the LP's rounding (``planner.mip.SHORT_LIMIT``), on
+the same host: the quick mip week 147.6 s, none of its 1,008 plans the greedy fallback.
 
 Usage::
 
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="preview measurements (median reported)")
     parser.add_argument(
         "--quick-days", type=float, default=7.0,
-        help="simulated days of the quick mip stage (0.5 s plans; default 7: the target, measured whole)",
+        help="simulated days of the quick mip stage (0.3 s plans; default 7: the target, measured whole)",
     )
     parser.add_argument("--mip-days", type=float, default=0.25, help="simulated days of the mip runs (0: skip)")
     args = parser.parse_args(argv)
