@@ -193,18 +193,50 @@ def test_a_mip_answer_says_how_many_plans_were_the_greedy_fallback() -> None:
 
 
 def test_the_local_dask_client_is_made_once_and_kept() -> None:
-    """The app's Dask client comes out of Streamlit's resource cache (which refuses a bare
-    client, an awaitable), with its workers, and the second call gets the same one."""
+    """The app's Dask client is made once per process, with its workers, and the second
+    call gets the same one."""
     client = views._dask(None, 1)
     try:
         assert len(client.scheduler_info()["workers"]) == 1
         assert views._dask(None, 1) is client
     finally:
         # Stop what this test started, and let no later test get the closed client.
-        views._dask_held.clear()
+        views._forget_dask()
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+def test_the_whatif_page_starts_the_dask_connection_before_any_run() -> None:
+    """Drawing the what-if page starts the connection in the background (here: none, 0
+    workers), so the first Run what-if does not wait for a cluster to start."""
+    views._forget_dask()
+    at = _app()
+    at.run()
+    assert not at.exception
+    started = views._CLIENTS.get((None, 0))
+    assert started is not None
+    assert started.result(timeout=30) is None
+    assert "whatif" not in at.session_state  # nothing was run
+
+
+def test_a_failed_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection that failed is not kept: the next what-if tries again."""
+    views._forget_dask()
+    calls: list[int] = []
+
+    def flaky(scheduler: str | None, workers: int) -> object:
+        calls.append(workers)
+        if len(calls) == 1:
+            raise OSError("scheduler unreachable")
+        return "client"
+
+    monkeypatch.setattr(views, "_connect", flaky)
+    with pytest.raises(OSError):
+        views._start_dask("tcp://nowhere:8786", 2).result(timeout=30)
+    assert views._start_dask("tcp://nowhere:8786", 2).result(timeout=30) == "client"
+    assert calls == [2, 2]
+    views._forget_dask()
 
 
 def test_mip_stages_follow_one_another() -> None:
