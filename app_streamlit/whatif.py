@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from models import Scenario, walk
@@ -527,25 +528,35 @@ UNIT_METRICS = ("owed_gpu_h", "delivered_gpu_h", "delivered_within_owed_gpu_h", 
 
 def unit_figures(scenario: Scenario, result: RunResult) -> pd.DataFrame:
     """One result set per org unit: owed, delivered and delivered-within-owed GPU-hours
-    summed over the unit's projects, and the p90 wait over the unit's jobs."""
-    projects = result.projects.set_index("project")
+    summed over the unit's projects, and the p90 wait over the unit's jobs.
+
+    Each project's sums and waits are gathered once and added up the tree (a unit's
+    figures are those of the projects at or under its path): filtering the tables per
+    unit took 0.25 s a run on ai2-like's 60 units, and every redraw of a what-if's
+    results compares six runs."""
+    sums = ("owed_gpu_h", "delivered_gpu_h", "delivered_within_owed_gpu_h")
+    projects = result.projects.groupby("project", sort=False)[list(sums)].sum()
     jobs = result.jobs
+    waits: dict[str, np.ndarray] = {
+        str(p): w.to_numpy(dtype=float)
+        for p, w in jobs["wait_s"].groupby(jobs["project"], sort=False)
+    }
+    totals = {str(p): row for p, row in zip(projects.index, projects.to_numpy(dtype=float), strict=True)}
     rows = []
     for path, _unit in walk(scenario.org):
         prefix = path + "/"
-        members = [p for p in projects.index if p == path or str(p).startswith(prefix)]
-        mine = jobs[jobs["project"].isin(members)]
-        p90 = float(mine["wait_s"].quantile(0.9)) if len(mine) else math.nan
+        members = [p for p in totals if p == path or p.startswith(prefix)]
+        added = np.sum([totals[p] for p in members], axis=0) if members else np.zeros(len(sums))
+        mine = [waits[p] for p in members if p in waits]
+        wait = np.concatenate(mine) if mine else np.empty(0)
+        n_jobs = len(wait)
+        wait = wait[~np.isnan(wait)]
         rows.append(
             {
                 "unit": path,
-                "owed_gpu_h": float(projects.loc[members, "owed_gpu_h"].sum()),
-                "delivered_gpu_h": float(projects.loc[members, "delivered_gpu_h"].sum()),
-                "delivered_within_owed_gpu_h": float(
-                    projects.loc[members, "delivered_within_owed_gpu_h"].sum()
-                ),
-                "wait_p90_s": p90,
-                "jobs": len(mine),
+                **{name: float(v) for name, v in zip(sums, added, strict=True)},
+                "wait_p90_s": float(np.quantile(wait, 0.9)) if len(wait) else math.nan,
+                "jobs": n_jobs,
             }
         )
     return pd.DataFrame(rows)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from app_streamlit import state, whatif
+from models import walk
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +194,23 @@ def test_program_totals_are_the_sum_of_their_projects(replicated: dict[whatif.Po
         )
     assert (units["delivered_within_owed_gpu_h_now"] <= units["owed_gpu_h_now"] + 1e-6).all()
 
+
+
+def test_a_units_wait_and_jobs_are_those_of_its_projects_jobs(pair: tuple[whatif.RunResult, whatif.RunResult]) -> None:
+    """Each unit's p90 wait, job count and owed hours are those of the projects at or
+    under its path, taken straight from the job and project tables."""
+    s = state.load_bundled("tiny").scenario
+    result = pair[0]
+    figures = whatif.unit_figures(s, result).set_index("unit")
+    jobs = result.jobs
+    for path, _ in walk(s.org):
+        mine = jobs[(jobs["project"] == path) | jobs["project"].str.startswith(path + "/")]
+        assert figures.loc[path, "jobs"] == len(mine)
+        if len(mine):
+            assert figures.loc[path, "wait_p90_s"] == pytest.approx(mine["wait_s"].quantile(0.9))
+        projects = result.projects
+        under = projects[(projects["project"] == path) | projects["project"].str.startswith(path + "/")]
+        assert figures.loc[path, "owed_gpu_h"] == pytest.approx(under["owed_gpu_h"].sum())
 
 def test_replicates_produce_a_spread(replicated: dict[whatif.Point, whatif.RunResult]) -> None:
     """Perturbed arrivals change the outcome: the paired changes of some figure spread."""
