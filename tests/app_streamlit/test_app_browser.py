@@ -71,6 +71,10 @@ def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(t
             raise
         finally:
             browser.close()
+    # The Dask workers (spawned from the server) did not run the app script as their main.
+    log = (tmp_path / "streamlit.log").read_text(errors="replace")
+    assert "Thread 'MainThread': missing ScriptRunContext" not in log
+    assert "daemonic processes are not allowed to have children" not in log
 
 
 def test_the_live_page_shows_a_running_clusters_ledger(tmp_path: Path) -> None:
