@@ -12,9 +12,9 @@ import importlib.machinery
 import streamlit as st
 
 # Streamlit runs this file as a module named ``__main__`` with a ``__file__`` and no spec,
-# and leaves it in ``sys.modules``. A process spawned from this server (the local Dask
-# cluster's workers, the CP-SAT solver process) then runs this whole file again as its
-# own main: each Dask worker drew the app at start, and since the page starts the Dask
+# and leaves it in ``sys.modules``. A process that multiprocessing spawns from this
+# server (the local Dask cluster's workers) then runs this whole file again as its own
+# main: each Dask worker drew the app at start, and since the page starts the Dask
 # connection, tried to start a cluster of its own ("daemonic processes are not allowed
 # to have children"). A spec named ``__main__`` tells multiprocessing to leave the
 # child's main alone.
