@@ -566,11 +566,14 @@ def _whole_search(
     (the hint) and stopping once its answer is near the LP bound; its answer, placed,
     replaces the incumbent when better. Returns the bound (the LP's, or the backend's
     own where that is tighter) and why the search ended."""
-    assert best.values is not None
-    whole = form.model.with_bounds(
-        form.model.lower, form.model.upper, {i: int(v) for i, v in enumerate(best.values)}
+    caps = solver.capabilities
+    hint = (
+        {i: int(v) for i, v in enumerate(best.values)}
+        if best.values is not None and (caps.warm_start or caps.hints)
+        else {}
     )
-    if solver.capabilities.stop_at_bound:
+    whole = form.model.with_bounds(form.model.lower, form.model.upper, hint)
+    if caps.stop_at_bound:
         whole.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
     started = time.perf_counter()
     found = solver.solve(whole, time_limit=max(deadline - started, 0.01), rel_gap=rel_gap)
