@@ -105,7 +105,9 @@ def test_the_live_page_shows_a_running_clusters_ledger(tmp_path: Path) -> None:
             assert any(h.startswith("Owed against delivered") for h in headings), headings
             assert any(h.startswith("Standing over time") for h in headings), headings
             assert "Queue" in headings, headings
-            assert page.get_by_text("research/nlp").count() >= 1
+            # The project's name is drawn with the charts further down, which may come a
+            # moment after the headings (the page also starts the Dask connection).
+            page.get_by_text("research/nlp").first.wait_for(state="attached", timeout=30_000)
             assert not page.get_by_test_id("stException").count()
         except Exception:
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
