@@ -479,7 +479,7 @@ def _lp_guided(
             kind = f"{len(chosen)} job groups where LP and incumbent disagree" + (" in one pool" if by_pool else "")
         round_ += 1
         if caps.stop_at_bound:
-            sub.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
+            sub.stop_at = _stop_at(bound, rel_gap)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
         if not caps.warm_start and not caps.hints:
             small.hint = {}
@@ -574,7 +574,7 @@ def _whole_search(
     )
     whole = form.model.with_bounds(form.model.lower, form.model.upper, hint)
     if caps.stop_at_bound:
-        whole.stop_at = math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
+        whole.stop_at = _stop_at(bound, rel_gap)
     started = time.perf_counter()
     found = solver.solve(whole, time_limit=max(deadline - started, 0.01), rel_gap=rel_gap)
     spent = time.perf_counter() - started
@@ -584,6 +584,14 @@ def _whole_search(
             bound = min(bound, found.bound)
     why = "optimal" if found.status is SolveStatus.OPTIMAL else _why_search(found, whole, rel_gap)
     return bound, f"{solver.name} on the whole model from the LP rounding in {spent:.2f}s: {why}; gap {best.gap(bound):.2%}"
+
+
+def _stop_at(bound: float, rel_gap: float) -> int:
+    """The objective at which a search may stop: :data:`SEARCH_TARGET_SHARE` of the
+    planner's ``rel_gap`` below the whole model's ``bound`` (placement loses a little of
+    what the model gained, so a search stopped at the target itself leaves the placed
+    plan short of it)."""
+    return math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
 
 
 def _worth_placing(value: float, best: float | None, bound: float) -> bool:
