@@ -14,7 +14,7 @@ import math
 import os
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,6 +105,9 @@ def _connect(scheduler: str | None, workers: int) -> Any:
 #: background (:func:`_start_dask`).
 _CLIENTS: dict[tuple[str | None, int], Future[Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
+#: The thread the connections are made in (an error is kept in the future, for
+#: whoever waits for the client).
+_CONNECTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dask-connect")
 
 
 def _start_dask(scheduler: str | None, workers: int) -> Future[Any]:
@@ -119,16 +122,7 @@ def _start_dask(scheduler: str | None, workers: int) -> Future[Any]:
         started = _CLIENTS.get(key)
         if started is not None and not (started.done() and started.exception() is not None):
             return started
-        future: Future[Any] = Future()
-
-        def connect() -> None:
-            try:
-                future.set_result(_connect(scheduler, workers))
-            except BaseException as exc:  # handed to whoever waits for the client
-                future.set_exception(exc)
-
-        _CLIENTS[key] = future
-        threading.Thread(target=connect, name="dask-connect", daemon=True).start()
+        future = _CLIENTS[key] = _CONNECTOR.submit(_connect, scheduler, workers)
         return future
 
 
