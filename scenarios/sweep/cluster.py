@@ -7,7 +7,9 @@ import dataclasses
 import importlib
 import logging
 import queue
+import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -96,7 +98,7 @@ def run_on_dask(
     bases: dict[int, Any] = {}
     for task in tasks:
         if id(task.base) not in bases:
-            bases[id(task.base)] = client.scatter(task.base, broadcast=True, hash=False)
+            bases[id(task.base)] = _scattered(client, task.base)
     futures = {
         client.submit(
             _run_with_base,
@@ -130,6 +132,31 @@ def run_on_dask(
         client.cancel(list(futures))
         if topic is not None:
             client.unsubscribe_topic(topic)
+
+
+_SCATTERED: dict[tuple[int, int], tuple[weakref.ref[Any], weakref.ref[Any], Any]] = {}
+"""(client, base) by identity -> weak references to both and the base's future on the
+workers: a base scattered once stays there for every later sweep of it (the what-if
+app runs each edit as a sweep of the same base; a scatter of ai2-like took 0.5-0.8 s
+on 2 cores, on the path to the answer)."""
+_SCATTERED_LOCK = threading.Lock()
+
+
+def _scattered(client: Any, base: SweepBase) -> Any:
+    """The future of ``base`` on ``client``'s workers, scattered once while both live
+    (and the data is still there); entries of closed clients or dead bases are dropped."""
+    key = (id(client), id(base))
+    with _SCATTERED_LOCK:
+        for k, (base_ref, client_ref, future) in list(_SCATTERED.items()):
+            held = client_ref()
+            if base_ref() is None or held is None or held.status != "running" or future.status != "finished":
+                del _SCATTERED[k]
+        hit = _SCATTERED.get(key)
+        if hit is not None and hit[0]() is base and hit[1]() is client:
+            return hit[2]
+        future = client.scatter(base, broadcast=True, hash=False)
+        _SCATTERED[key] = (weakref.ref(base), weakref.ref(client), future)
+        return future
 
 
 _NO_BASE = SweepBase(data={}, file="", fingerprint="")

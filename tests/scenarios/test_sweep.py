@@ -438,6 +438,34 @@ def test_dask_sweep_equals_the_serial_sweep(two_workers: Client) -> None:
     assert len({task["worker"] for task in stream.data}) == 2
 
 
+def test_a_base_goes_to_the_workers_once_for_every_sweep_of_it(
+    two_workers: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweeps of one base on one client scatter it once; a new base is scattered
+    again; the results are those of a sweep that sent its own."""
+    from scenarios.sweep import SweepBase, SweepConfig, run_sweep
+
+    scattered: list[object] = []
+    real = two_workers.scatter
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> Any:
+        scattered.append(data)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(two_workers, "scatter", counted)
+    base = SweepBase.of_scenario(load_scenario("tiny"))
+    grid = {"policy.slices": [2, 4]}
+    first = run_sweep(SweepConfig(base=base, grid=grid, days=DAYS, client=two_workers)).frame
+    second = run_sweep(SweepConfig(base=base, grid=grid, days=DAYS, client=two_workers)).frame
+    assert scattered == [base]
+    other = SweepBase.of_scenario(load_scenario("tiny"))
+    third = run_sweep(SweepConfig(base=other, grid=grid, days=DAYS, client=two_workers)).frame
+    assert scattered == [base, other]
+    serial = run_sweep(SweepConfig(base=base, grid=grid, days=DAYS)).frame
+    for frame in (first, second, third):
+        pd.testing.assert_frame_equal(results(frame), results(serial))
+
+
 def test_a_local_cluster_preloads_the_modules_asked_for() -> None:
     """Workers of ``start_local_cluster(preload=...)`` have imported those modules."""
     from scenarios.sweep import start_local_cluster
