@@ -14,7 +14,7 @@ import math
 import os
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ import streamlit as st
 
 from app_streamlit import charts, planview, state
 from app_streamlit.state import LoadedScenario
+from app_streamlit.warmup import Warmup
 from models import Plan, Scenario, walk
 from scenarios.errors import ScenarioError
 from scenarios.load import bundled_scenarios
@@ -140,6 +141,51 @@ def _forget_dask() -> None:
     """Drop the connections made so far (tests that close their cluster)."""
     with _CLIENTS_LOCK:
         _CLIENTS.clear()
+
+
+#: The current side's runs, started as the what-if page is drawn (:func:`_warm_current`).
+_WARMUP = Warmup()
+
+
+def _cache_key(loaded_key: str, request: Any, stage: str, point: Any) -> tuple[Any, ...]:
+    """Where a run's result is kept: the current side's runs are the same for every edit."""
+    from app_streamlit import whatif
+
+    side_shares = request.shares if point.budgets == "edited" else ()
+    return (loaded_key, side_shares, stage, request.days, point.replicate, whatif.JITTER_S)
+
+
+def _warm_current(loaded: LoadedScenario, request: Any) -> list[Any]:
+    """Start the current side's runs of the request's first stage in the background, on
+    the Dask cluster only (in the app's own process they would slow the page down); the
+    runs started (:mod:`app_streamlit.warmup`)."""
+    from app_streamlit import whatif
+
+    scheduler = os.environ.get(SCHEDULER_ENV) or None
+    if scheduler is None and _workers() <= 0:
+        return []
+    stage = whatif.stages(str(request.policy))[0]
+    policy, options = whatif.stage_run(stage)
+    points = [p for p in whatif.points_for(policy, request.replicates) if p.budgets == "current"]
+    connection = _start_dask(scheduler, _workers())
+    s, key = loaded.scenario, loaded.key
+
+    def batch(todo: list[Any], on_point: Any, on_hours: Any) -> None:
+        client = connection.result()
+        if client is None:
+            raise RuntimeError("no Dask cluster to run on")
+        whatif.run_points(
+            s, todo, {}, request.days, fingerprint=key, client=client,
+            on_point=on_point, on_hours=on_hours, options=options,
+        )
+
+    return _WARMUP.start(points, lambda p: _cache_key(key, request, stage, p), _results(), batch)
+
+
+def _forget_warmup() -> None:
+    """A fresh warm-up (tests that close their cluster)."""
+    global _WARMUP
+    _WARMUP = Warmup()
 
 
 def _workers() -> int:
@@ -376,6 +422,8 @@ def whatif_page(loaded: LoadedScenario, days: float) -> dict[str, float]:
     with left, st.container(key="editor"):
         edits = share_editor(loaded)
         request = _controls(loaded, days, edits)
+    if request is not None:
+        _warm_current(loaded, request)
     with right, st.container(key="results"):
         if request is None:
             _programs_before_after(s, edits, days)
@@ -503,10 +551,16 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
     cache = _results()
 
     def cache_key(p: whatif.Point) -> tuple[Any, ...]:
-        side_shares = request.shares if p.budgets == "edited" else ()
-        return (loaded.key, side_shares, stage, request.days, p.replicate, whatif.JITTER_S)
+        return _cache_key(loaded.key, request, stage, p)
 
-    todo = [p for p in points if cache_key(p) not in cache]
+    # Runs the page started before Run was pressed (the current side) are waited for,
+    # not started again; one whose warm-up failed runs here.
+    warming: dict[Any, Future[Any]] = {}
+    for p in points:
+        future = _WARMUP.pending(cache_key(p)) if cache_key(p) not in cache else None
+        if future is not None and not (future.done() and future.exception() is not None):
+            warming[p] = future
+    todo = [p for p in points if cache_key(p) not in cache and p not in warming]
     client = None
     if todo:
         try:
@@ -522,7 +576,7 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
         else f"Simulating under {policy}"
     )
     tracker = RunProgress.of(
-        [(p, p.label) for p in todo],
+        [(p, p.label) for p in points if p in warming or p in todo],
         total_h=request.days * 24,
         parallel=parallel,
         seconds_per_hour=_seconds_per_hour().get((loaded.key, stage)),
@@ -546,11 +600,32 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
             bar.progress(min(1.0, tracker.fraction()))
             detail.markdown("\n".join(f"- {line}" for line in tracker.lines()))
 
+        retry: list[whatif.Point] = []
+
+        def collect() -> None:
+            """Pass on the warm-up's runs: hours so far, and those that ended."""
+            for point, future in list(warming.items()):
+                if point not in warming:
+                    continue  # passed on already, by the call this one is inside
+                told = _WARMUP.hours(cache_key(point))
+                if not future.done():
+                    if told is not None:
+                        tracker.hours(point, *told)
+                    continue
+                del warming[point]
+                _WARMUP.forget(cache_key(point))
+                if future.exception() is not None:
+                    retry.append(point)
+                else:
+                    finished(point, future.result(), None)
+
         def hours(point: whatif.Point, done: float, total: float) -> None:
             tracker.hours(point, done, total)
+            collect()
             draw()
 
         def finished(point: whatif.Point, result: Any, error: str | None) -> None:
+            collect()
             tracker.finish(point, error)
             if result is not None:
                 cache[cache_key(point)] = result
@@ -565,17 +640,28 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
                         _first_answer(s, request, pair, tracker.elapsed)
 
         draw()
-        if todo:
-            try:
+        try:
+            if todo:
                 whatif.run_points(
                     s, todo, shares, request.days, fingerprint=loaded.key, client=client,
                     on_point=finished, on_hours=hours, options=options,
                 )
-            except Exception as exc:  # the simulator's trouble is a sentence, not a traceback
-                box.update(label="The simulation failed", state="error")
-                st.error(f"The what-if failed: {type(exc).__name__}: {exc}")
-                st.session_state.pop("whatif_todo", None)
-                return False
+            while warming:
+                wait(list(warming.values()), timeout=0.25, return_when=FIRST_COMPLETED)
+                collect()
+                draw()
+            if retry:
+                if client is None:
+                    client = _dask(os.environ.get(SCHEDULER_ENV) or None, _workers())
+                whatif.run_points(
+                    s, retry, shares, request.days, fingerprint=loaded.key, client=client,
+                    on_point=finished, on_hours=hours, options=options,
+                )
+        except Exception as exc:  # the simulator's trouble is a sentence, not a traceback
+            box.update(label="The simulation failed", state="error")
+            st.error(f"The what-if failed: {type(exc).__name__}: {exc}")
+            st.session_state.pop("whatif_todo", None)
+            return False
         box.update(label=f"{word}: done in {tracker.headline()}", state="complete", expanded=False)
     runs = {p: cache[cache_key(p)] for p in points}
     st.session_state["whatif"] = (request, stage, runs)

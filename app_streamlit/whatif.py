@@ -83,6 +83,7 @@ def stage_words(stage: str) -> str:
 
 
 WORKER_PRELOAD = (
+    "app_streamlit.worker_priority",
     "scenarios.sweep",
     "app_streamlit.whatif",
     "app_streamlit.state",
@@ -92,7 +93,8 @@ WORKER_PRELOAD = (
     "planner.scheduler.mip",
 )
 """What a local Dask worker imports as it starts (:func:`replicate_run` and what it
-calls), so the first what-if does not wait for it."""
+calls), so the first what-if does not wait for it; the first lowers the worker's
+priority below the page's (:mod:`app_streamlit.worker_priority`)."""
 
 OWED_WORDS = (
     "Owed: the GPU-hours a unit's share entitles it to, capped hour by hour by what its "

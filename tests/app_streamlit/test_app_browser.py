@@ -101,12 +101,13 @@ def test_the_live_page_shows_a_running_clusters_ledger(tmp_path: Path) -> None:
             box.press("Enter")
             drive.wait_idle(page)
             drive.wait_for_charts(page)
+            # The page draws top to bottom, and beside it the app starts its Dask
+            # workers and the what-if's warm-up: what comes below the charts (the queue
+            # table, the project's name) may come a moment later.
+            page.get_by_role("heading", name="Queue", exact=True).wait_for(timeout=30_000)
             headings = page.locator("h3").all_inner_texts()
             assert any(h.startswith("Owed against delivered") for h in headings), headings
             assert any(h.startswith("Standing over time") for h in headings), headings
-            assert "Queue" in headings, headings
-            # The project's name is drawn with the charts further down, which may come a
-            # moment after the headings (the page also starts the Dask connection).
             page.get_by_text("research/nlp").first.wait_for(state="attached", timeout=30_000)
             assert not page.get_by_test_id("stException").count()
         except Exception:

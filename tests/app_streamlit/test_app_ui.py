@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -207,6 +209,24 @@ def test_the_local_dask_client_is_made_once_and_kept() -> None:
         cluster.close()
 
 
+def test_the_apps_local_workers_run_below_the_pages_priority() -> None:
+    """The app's local Dask workers lower their priority as they start, so the page is
+    drawn first when both want the CPU."""
+    import os
+
+    from app_streamlit.worker_priority import NICENESS
+
+    client = views._dask(None, 1)
+    try:
+        niceness = list(client.run(os.nice, 0).values())
+        assert niceness == [os.nice(0) + NICENESS]
+    finally:
+        views._forget_dask()
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
 def test_the_whatif_page_starts_the_dask_connection_before_any_run() -> None:
     """Drawing the what-if page starts the connection in the background (here: none, 0
     workers), so the first Run what-if does not wait for a cluster to start."""
@@ -218,6 +238,87 @@ def test_the_whatif_page_starts_the_dask_connection_before_any_run() -> None:
     assert started is not None
     assert started.result(timeout=30) is None
     assert "whatif" not in at.session_state  # nothing was run
+
+
+def test_the_whatif_page_runs_the_current_side_before_run_is_pressed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Drawn with a local Dask cluster, the what-if page runs the current side's
+    replicates in the background; Run what-if then uses those results instead of running
+    them again, and runs only the edited side."""
+    monkeypatch.setenv(views.WORKERS_ENV, "1")
+    views._forget_dask()
+    views._forget_warmup()
+    views._results().clear()
+    at = _app()
+    at.session_state["policy"] = "fairshare"
+    at.session_state["replicates"] = 2
+    try:
+        at.run()
+        assert not at.exception
+        key = state.load_bundled("tiny").key
+        for _ in range(600):  # the warm-up's two runs, and the cluster's start
+            if not views._WARMUP.busy:
+                break
+            threading.Event().wait(0.1)
+        warmed = {k: r for k, r in views._results().items() if k[0] == key}
+        assert sorted((k[1], k[2], k[4]) for k in warmed) == [((), "fairshare", 0), ((), "fairshare", 1)]
+        _type(at, "tiny", "research", "60")
+        at.button(key="run_whatif").click()
+        at.run()
+        assert not at.exception
+        assert not at.error, [e.value for e in at.error]
+        _, _, runs = at.session_state["whatif"]
+        current = {p.replicate: r for p, r in runs.items() if p.budgets == "current"}
+        assert all(current[k[4]] is r for k, r in warmed.items())  # the same results, not a rerun
+        assert sorted(p.replicate for p in runs if p.budgets == "edited") == [0, 1]
+    finally:
+        client = views._CLIENTS[(None, 1)].result(timeout=60)
+        views._forget_dask()
+        views._forget_warmup()
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
+def test_run_pressed_during_the_warm_up_runs_each_replicate_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run what-if pressed while the page's warm-up of the current side is under way
+    waits for those runs instead of starting them again: every run happens once."""
+    monkeypatch.setenv(views.WORKERS_ENV, "1")
+    views._forget_dask()
+    views._forget_warmup()
+    views._results().clear()
+    batches: list[list[tuple[str, int]]] = []
+    real = whatif.run_points
+
+    def counted(scenario: Any, points: Any, *args: Any, **kwargs: Any) -> Any:
+        batches.append(sorted((p.budgets, p.replicate) for p in points))
+        return real(scenario, points, *args, **kwargs)
+
+    monkeypatch.setattr(whatif, "run_points", counted)
+    at = _app()
+    at.session_state["policy"] = "fairshare"
+    at.session_state["replicates"] = 2
+    try:
+        at.run()
+        _type(at, "tiny", "research", "60")
+        at.button(key="run_whatif").click()
+        at.run()
+        assert not at.exception
+        assert not at.error, [e.value for e in at.error]
+        _, _, runs = at.session_state["whatif"]
+        assert len(runs) == 4
+        ran = sorted(point for batch in batches for point in batch)
+        assert ran == [("current", 0), ("current", 1), ("edited", 0), ("edited", 1)]
+    finally:
+        client = views._CLIENTS[(None, 1)].result(timeout=60)
+        views._forget_dask()
+        views._forget_warmup()
+        cluster = client.cluster
+        client.close()
+        cluster.close()
 
 
 def test_a_failed_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
