@@ -99,17 +99,31 @@ def run_on_dask(
     for task in tasks:
         if id(task.base) not in bases:
             bases[id(task.base)] = _scattered(client, task.base)
-    futures = {
-        client.submit(
-            _run_with_base,
-            bases[id(task.base)],
-            dataclasses.replace(task, base=_NO_BASE, hours_topic=topic),
-            key=f"sweep-{run_id}-{task.point.key}",
-            pure=False,
-        ): task
-        for task in tasks
-    }
-    pending = set(futures)
+    # The points start in the order given (the what-if app puts replicate 0's pair
+    # first, for its first answer). Tasks that share the scattered base are not held
+    # back on the scheduler: all submitted at once, each worker got several at once and
+    # ran them in an order of its own (the pair given first came in last in 2 of 3
+    # what-ifs). So only as many go out as the workers have threads, and the next goes
+    # as one ends.
+    waiting = list(tasks)
+    futures: dict[Any, PointTask] = {}
+
+    def submit_more() -> None:
+        slots = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
+        while waiting and len(pending) < slots:
+            task = waiting.pop(0)
+            future = client.submit(
+                _run_with_base,
+                bases[id(task.base)],
+                dataclasses.replace(task, base=_NO_BASE, hours_topic=topic),
+                key=f"sweep-{run_id}-{task.point.key}",
+                pure=False,
+            )
+            futures[future] = task
+            pending.add(future)
+
+    pending: set[Any] = set()
+    submit_more()
     try:
         while pending:
             try:
@@ -127,6 +141,8 @@ def run_on_dask(
                     row[ELAPSED_COLUMN] = None
                 finish(row, result)
                 future.release()
+            if done:
+                submit_more()
     finally:
         # On Ctrl-C (or any error) stop the points still queued; finished ones are saved.
         client.cancel(list(futures))

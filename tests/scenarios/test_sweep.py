@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,6 +107,20 @@ def kill_once_runner(
             os.close(fd)
             os.kill(os.getpid(), signal.SIGKILL)
     return simulate(scenario, policy, days=days, **options)
+
+
+def logged_runner(
+    scenario: Scenario, policy: str, *, days: float | None = None, log: str, **options: Any
+) -> Any:
+    """Simulate, first appending the point's slice count to ``log`` as it starts, and
+    taking at least a second (so that a point given second has started on the other
+    worker before the first ends)."""
+    with open(log, "a") as f:
+        f.write(f"{scenario.policy.slices}\n")
+    started = time.monotonic()
+    result = simulate(scenario, policy, days=days, **options)
+    time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+    return result
 
 
 def hours_runner(
@@ -464,6 +479,24 @@ def test_a_base_goes_to_the_workers_once_for_every_sweep_of_it(
     serial = run_sweep(SweepConfig(base=base, grid=grid, days=DAYS)).frame
     for frame in (first, second, third):
         pd.testing.assert_frame_equal(results(frame), results(serial))
+
+
+def test_points_start_on_dask_in_the_order_given(two_workers: Client, tmp_path: Path) -> None:
+    """On 2 workers the points start two at a time in the grid's order: the third starts
+    only once one of the first two has ended (a first answer comes from the first)."""
+    from scenarios.sweep import SweepBase, SweepConfig, run_sweep
+
+    base = SweepBase.of_scenario(load_scenario("tiny"))
+    for sweep_no in range(3):  # the base stays on the workers after the first
+        log = tmp_path / f"started-{sweep_no}"
+        runner = functools.partial(logged_runner, log=str(log))
+        report = run_sweep(SweepConfig(
+            base=base, grid={"policy.slices": [1, 2, 3, 4, 6, 8]}, days=DAYS, client=two_workers,
+            runner=runner,
+        ))
+        assert report.frame["error"].isna().all()
+        started = [int(x) for x in log.read_text().split()]
+        assert [set(started[i:i + 2]) for i in range(0, 6, 2)] == [{1, 2}, {3, 4}, {6, 8}], sweep_no
 
 
 def test_a_local_cluster_preloads_the_modules_asked_for() -> None:
