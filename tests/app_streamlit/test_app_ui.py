@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -240,56 +241,67 @@ def test_the_whatif_page_starts_the_dask_connection_before_any_run() -> None:
     assert "whatif" not in at.session_state  # nothing was run
 
 
-def test_the_whatif_page_runs_the_current_side_before_run_is_pressed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Drawn with a local Dask cluster, the what-if page runs the current side's
-    replicates in the background; Run what-if then uses those results instead of running
-    them again, and runs only the edited side."""
+def _edit_and_run(at: AppTest) -> dict[Any, Any]:
+    """Give research 60 %, press Run what-if; the runs stored, after checking that the
+    page shows no error."""
+    _type(at, "tiny", "research", "60")
+    at.button(key="run_whatif").click()
+    at.run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    return dict(at.session_state["whatif"][2])
+
+
+@pytest.fixture
+def one_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The app on a fresh local Dask cluster of one worker, with nothing run or warmed
+    yet; the cluster is closed afterwards."""
     monkeypatch.setenv(views.WORKERS_ENV, "1")
     views._forget_dask()
     views._forget_warmup()
     views._results().clear()
+    try:
+        yield
+    finally:
+        started = views._CLIENTS.get((None, 1))
+        views._forget_dask()
+        views._forget_warmup()
+        if started is not None:
+            client = started.result(timeout=60)
+            cluster = client.cluster
+            client.close()
+            cluster.close()
+
+
+@pytest.mark.usefixtures("one_worker")
+def test_the_whatif_page_runs_the_current_side_before_run_is_pressed() -> None:
+    """Drawn with a local Dask cluster, the what-if page runs the current side's
+    replicates in the background; Run what-if then uses those results instead of running
+    them again, and runs only the edited side."""
     at = _app()
     at.session_state["policy"] = "fairshare"
     at.session_state["replicates"] = 2
-    try:
-        at.run()
-        assert not at.exception
-        key = state.load_bundled("tiny").key
-        for _ in range(600):  # the warm-up's two runs, and the cluster's start
-            if not views._WARMUP.busy:
-                break
-            threading.Event().wait(0.1)
-        warmed = {k: r for k, r in views._results().items() if k[0] == key}
-        assert sorted((k[1], k[2], k[4]) for k in warmed) == [((), "fairshare", 0), ((), "fairshare", 1)]
-        _type(at, "tiny", "research", "60")
-        at.button(key="run_whatif").click()
-        at.run()
-        assert not at.exception
-        assert not at.error, [e.value for e in at.error]
-        _, _, runs = at.session_state["whatif"]
-        current = {p.replicate: r for p, r in runs.items() if p.budgets == "current"}
-        assert all(current[k[4]] is r for k, r in warmed.items())  # the same results, not a rerun
-        assert sorted(p.replicate for p in runs if p.budgets == "edited") == [0, 1]
-    finally:
-        client = views._CLIENTS[(None, 1)].result(timeout=60)
-        views._forget_dask()
-        views._forget_warmup()
-        cluster = client.cluster
-        client.close()
-        cluster.close()
+    at.run()
+    assert not at.exception
+    key = state.load_bundled("tiny").key
+    for _ in range(600):  # the warm-up's two runs, and the cluster's start
+        if not views._WARMUP.busy:
+            break
+        threading.Event().wait(0.1)
+    warmed = {k: r for k, r in views._results().items() if k[0] == key}
+    assert sorted((k[1], k[2], k[4]) for k in warmed) == [((), "fairshare", 0), ((), "fairshare", 1)]
+    runs = _edit_and_run(at)
+    current = {p.replicate: r for p, r in runs.items() if p.budgets == "current"}
+    assert all(current[k[4]] is r for k, r in warmed.items())  # the same results, not a rerun
+    assert sorted(p.replicate for p in runs if p.budgets == "edited") == [0, 1]
 
 
+@pytest.mark.usefixtures("one_worker")
 def test_run_pressed_during_the_warm_up_runs_each_replicate_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Run what-if pressed while the page's warm-up of the current side is under way
     waits for those runs instead of starting them again: every run happens once."""
-    monkeypatch.setenv(views.WORKERS_ENV, "1")
-    views._forget_dask()
-    views._forget_warmup()
-    views._results().clear()
     batches: list[list[tuple[str, int]]] = []
     real = whatif.run_points
 
@@ -301,24 +313,11 @@ def test_run_pressed_during_the_warm_up_runs_each_replicate_once(
     at = _app()
     at.session_state["policy"] = "fairshare"
     at.session_state["replicates"] = 2
-    try:
-        at.run()
-        _type(at, "tiny", "research", "60")
-        at.button(key="run_whatif").click()
-        at.run()
-        assert not at.exception
-        assert not at.error, [e.value for e in at.error]
-        _, _, runs = at.session_state["whatif"]
-        assert len(runs) == 4
-        ran = sorted(point for batch in batches for point in batch)
-        assert ran == [("current", 0), ("current", 1), ("edited", 0), ("edited", 1)]
-    finally:
-        client = views._CLIENTS[(None, 1)].result(timeout=60)
-        views._forget_dask()
-        views._forget_warmup()
-        cluster = client.cluster
-        client.close()
-        cluster.close()
+    at.run()
+    runs = _edit_and_run(at)
+    assert len(runs) == 4
+    ran = sorted(point for batch in batches for point in batch)
+    assert ran == [("current", 0), ("current", 1), ("edited", 0), ("edited", 1)]
 
 
 def test_a_failed_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
