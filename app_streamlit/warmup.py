@@ -32,8 +32,9 @@ class Warmup:
 
     ``pending(key)`` is the future of a run under way (its result, or the error that
     ended it); ``hours(key)`` its simulated hours so far. A batch asked for while
-    another runs is not started: the page asks again on its next draw, and a run still
-    missing when it is wanted runs then.
+    another runs waits for it; only the latest one asked for does (the director moved
+    on from the others: a changed period, another scheduler), and a run still missing
+    when it is wanted runs then.
     """
 
     def __init__(self) -> None:
@@ -41,6 +42,7 @@ class Warmup:
         self._pending: dict[Hashable, Future[Any]] = {}
         self._hours: dict[Hashable, tuple[float, float]] = {}
         self._busy = False
+        self._next: tuple[Any, ...] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whatif-warmup")
 
     def start(
@@ -51,9 +53,11 @@ class Warmup:
         batch: Batch,
     ) -> list[Any]:
         """Start the ``points`` not in ``cache`` nor under way; return those started
-        (none while another batch runs)."""
+        (none while another batch runs: these then start when it ends, unless a later
+        call replaces them)."""
         with self._lock:
             if self._busy:
+                self._next = (points, key_of, cache, batch)
                 return []
             todo = [p for p in points if key_of(p) not in cache and not self._under_way(key_of(p))]
             if not todo:
@@ -127,3 +131,6 @@ class Warmup:
                     future.set_exception(RuntimeError("the run was not reported"))
             with self._lock:
                 self._busy = False
+                waiting, self._next = self._next, None
+            if waiting is not None:
+                self.start(*waiting)

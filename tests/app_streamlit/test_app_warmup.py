@@ -49,16 +49,31 @@ def test_started_runs_land_in_the_cache_and_their_futures() -> None:
 
 
 def test_runs_cached_or_under_way_are_not_started_again() -> None:
-    """A point already in the cache is skipped, and no second batch starts while one
-    runs; once it has ended, the same points are not run again."""
+    """A point already in the cache is skipped; once a batch has ended, the same points
+    are not run again."""
     warm, batch, cache = Warmup(), _Batch(), {_key("a"): "cached"}
     assert warm.start(["a", "b"], _key, cache, batch) == ["b"]
-    assert warm.start(["b", "c"], _key, cache, batch) == []  # busy
     batch.gate.set()
     warm.pending(_key("b")).result(timeout=30)  # type: ignore[union-attr]
     _wait_idle(warm)
     assert warm.start(["a", "b"], _key, cache, batch) == []
     assert batch.calls == [["b"]]
+
+
+def test_the_latest_batch_asked_for_meanwhile_runs_next() -> None:
+    """Batches asked for while one runs wait; only the latest starts when it ends, and
+    without the points the first one ran."""
+    warm, batch, cache = Warmup(), _Batch(), {}
+    assert warm.start(["a"], _key, cache, batch) == ["a"]
+    assert warm.start(["b"], _key, cache, batch) == []  # busy: waits
+    assert warm.start(["a", "c"], _key, cache, batch) == []  # replaces the one above
+    batch.gate.set()
+    for _ in range(300):
+        if len(batch.calls) == 2 and not warm.busy:
+            break
+        threading.Event().wait(0.1)
+    assert batch.calls == [["a"], ["c"]]
+    assert cache == {_key("a"): "aa", _key("c"): "cc"}
 
 
 def test_a_failed_run_keeps_its_error_and_may_start_again() -> None:
