@@ -553,8 +553,12 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
     def cache_key(p: whatif.Point) -> tuple[Any, ...]:
         return _cache_key(loaded.key, request, stage, p)
 
-    # Runs the page started before Run was pressed (the current side) are waited for,
-    # not started again; one whose warm-up failed runs here.
+    # A warm-up still waiting for an earlier one (another period, say) would run some of
+    # these points a second time, beside this run: it is dropped (first, so that one
+    # starting meanwhile is seen below). Runs the page started before Run was pressed
+    # (the current side) are waited for, not started again; one whose warm-up failed
+    # runs here.
+    _WARMUP.drop_waiting()
     warming: dict[Any, Future[Any]] = {}
     for p in points:
         future = _WARMUP.pending(cache_key(p)) if cache_key(p) not in cache else None

@@ -73,6 +73,12 @@ class Warmup:
         """Whether a batch is running."""
         return self._busy
 
+    def drop_waiting(self) -> None:
+        """Forget the batch waiting for the running one (the page now runs what it
+        wants itself, and the waiting batch would run the same points again)."""
+        with self._lock:
+            self._next = None
+
     def _under_way(self, key: Hashable) -> bool:
         """Whether the run of ``key`` is running or ended with a result (one that
         failed may be started again)."""

@@ -119,3 +119,17 @@ def _wait_idle(warm: Warmup) -> None:
             return
         threading.Event().wait(0.1)
     raise AssertionError("the warm-up batch never ended")
+
+
+def test_a_dropped_waiting_batch_never_runs() -> None:
+    """``drop_waiting`` forgets the batch asked for while another ran: only the first
+    one runs."""
+    warm, batch, cache = Warmup(), _Batch(), {}
+    warm.start(["a"], _key, cache, batch)
+    warm.start(["b"], _key, cache, batch)
+    warm.drop_waiting()
+    batch.gate.set()
+    warm.pending(_key("a")).result(timeout=30)  # type: ignore[union-attr]
+    _wait_idle(warm)
+    assert batch.calls == [["a"]]
+    assert warm.pending(_key("b")) is None
