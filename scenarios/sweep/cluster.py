@@ -78,7 +78,8 @@ Finish = Callable[[dict[str, Any], Any], None]
 def run_on_dask(
     client: Any, tasks: Sequence[PointTask], finish: Finish, hours: HoursCallback | None = None
 ) -> None:
-    """Submit every task and hand each row to ``finish`` as soon as it completes.
+    """Run every task, in the order given, as many at once as the workers have threads,
+    and hand each row to ``finish`` as soon as it completes.
 
     A worker that dies mid-point (killed, out of memory) does not lose the point: the
     scheduler reruns it on another worker, up to ``distributed.scheduler.allowed-failures``
