@@ -481,7 +481,7 @@ def _lp_guided(
         if caps.stop_at_bound:
             sub.stop_at = _stop_at(bound, rel_gap)
         small, keep, full = sub.restrict(sub.lower, sub.upper)
-        if not caps.warm_start and not caps.hints:
+        if not caps.takes_hint:
             small.hint = {}
         # Each search may take half the time left, at most SEARCH_CAP: several short
         # searches over different neighbourhoods gain more than one long one (measured
@@ -569,7 +569,7 @@ def _whole_search(
     caps = solver.capabilities
     hint = (
         {i: int(v) for i, v in enumerate(best.values)}
-        if best.values is not None and (caps.warm_start or caps.hints)
+        if best.values is not None and caps.takes_hint
         else {}
     )
     whole = form.model.with_bounds(form.model.lower, form.model.upper, hint)

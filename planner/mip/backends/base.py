@@ -64,6 +64,11 @@ class Capabilities:
     #: Can start its solver ahead of the first solve (:class:`Prestarting`).
     prestart: bool = False
 
+    @property
+    def takes_hint(self) -> bool:
+        """Whether a ``hint`` helps at all: as a MIP start or as a partial guide."""
+        return self.warm_start or self.hints
+
     def names(self) -> list[str]:
         """The declared capabilities, by field name."""
         return [k for k, v in self.__dict__.items() if v]
