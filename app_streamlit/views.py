@@ -561,8 +561,8 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
     _WARMUP.drop_waiting()
     warming: dict[Any, Future[Any]] = {}
     for p in points:
-        future = _WARMUP.pending(cache_key(p)) if cache_key(p) not in cache else None
-        if future is not None and not (future.done() and future.exception() is not None):
+        future = _WARMUP.waitable(cache_key(p)) if cache_key(p) not in cache else None
+        if future is not None:
             warming[p] = future
     todo = [p for p in points if cache_key(p) not in cache and p not in warming]
     client = None

@@ -59,7 +59,7 @@ class Warmup:
             if self._busy:
                 self._next = (points, key_of, cache, batch)
                 return []
-            todo = [p for p in points if key_of(p) not in cache and not self._under_way(key_of(p))]
+            todo = [p for p in points if key_of(p) not in cache and self._waitable(key_of(p)) is None]
             if not todo:
                 return []
             futures = {key_of(p): Future[Any]() for p in todo}
@@ -79,11 +79,17 @@ class Warmup:
         with self._lock:
             self._next = None
 
-    def _under_way(self, key: Hashable) -> bool:
-        """Whether the run of ``key`` is running or ended with a result (one that
-        failed may be started again)."""
+    def waitable(self, key: Hashable) -> Future[Any] | None:
+        """The future of the run of ``key`` if it is running or ended with a result,
+        else ``None`` (one that failed may be started again)."""
+        with self._lock:
+            return self._waitable(key)
+
+    def _waitable(self, key: Hashable) -> Future[Any] | None:
         future = self._pending.get(key)
-        return future is not None and not (future.done() and future.exception() is not None)
+        if future is None or (future.done() and future.exception() is not None):
+            return None
+        return future
 
     def pending(self, key: Hashable) -> Future[Any] | None:
         """The future of the run of ``key`` if it is under way (or ended since it was

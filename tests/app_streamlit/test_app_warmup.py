@@ -85,6 +85,8 @@ def test_a_failed_run_keeps_its_error_and_may_start_again() -> None:
         warm.pending(_key("b")).result(timeout=30)  # type: ignore[union-attr]
     _wait_idle(warm)
     assert _key("b") not in cache
+    assert warm.waitable(_key("b")) is None  # not worth waiting for: it failed
+    assert warm.waitable(_key("a")) is warm.pending(_key("a"))
     assert warm.start(["a", "b"], _key, cache, batch) == ["b"]
 
 
