@@ -44,6 +44,12 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def scenario_digest(scenario: Scenario) -> str:
+    """A digest of the scenario as parsed (its jobs included): unlike :func:`fingerprint`,
+    it changes when a trace or CSV the text names changes."""
+    return hashlib.sha256(scenario.model_dump_json().encode()).hexdigest()[:16]
+
+
 def load_bundled(name: str) -> LoadedScenario:
     """Load a scenario shipped with gpuplan by its name (``tiny``, ``ai2-like``...).
 

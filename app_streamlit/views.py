@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from app_streamlit import charts, planview, state
+from app_streamlit.run_cache import RunCache
 from app_streamlit.state import LoadedScenario
 from app_streamlit.warmup import Warmup
 from models import Plan, Scenario, walk
@@ -77,9 +78,16 @@ def _profile(key: str, _scenario: Scenario) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner=False)
-def _results() -> dict[tuple[Any, ...], Any]:
-    """Finished runs of every session, by (scenario, budgets, scheduler, period, replicate)."""
-    return {}
+def _results() -> RunCache:
+    """Finished runs of every session, by (scenario, budgets, scheduler, period,
+    replicate), also on disk for the next app process (:mod:`app_streamlit.run_cache`)."""
+    return RunCache.from_environment()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _digest(key: str, _scenario: Scenario) -> str:
+    del key
+    return state.scenario_digest(_scenario)
 
 
 @st.cache_resource(show_spinner=False)
@@ -147,12 +155,15 @@ def _forget_dask() -> None:
 _WARMUP = Warmup()
 
 
-def _cache_key(loaded_key: str, request: Any, stage: str, point: Any) -> tuple[Any, ...]:
-    """Where a run's result is kept: the current side's runs are the same for every edit."""
+def _cache_key(loaded: LoadedScenario, request: Any, stage: str, point: Any) -> tuple[Any, ...]:
+    """Where a run's result is kept: the current side's runs are the same for every edit.
+    The scenario is named by its text and by its content (a trace it reads may change
+    while its text does not, and the key outlives the app process)."""
     from app_streamlit import whatif
 
     side_shares = request.shares if point.budgets == "edited" else ()
-    return (loaded_key, side_shares, stage, request.days, point.replicate, whatif.JITTER_S)
+    return (loaded.key, side_shares, stage, request.days, point.replicate, whatif.JITTER_S,
+            _digest(loaded.key, loaded.scenario))
 
 
 def _warm_current(loaded: LoadedScenario, request: Any) -> list[Any]:
@@ -179,7 +190,8 @@ def _warm_current(loaded: LoadedScenario, request: Any) -> list[Any]:
             on_point=on_point, on_hours=on_hours, options=options,
         )
 
-    return _WARMUP.start(points, lambda p: _cache_key(key, request, stage, p), _results(), batch)
+    keys = {p: _cache_key(loaded, request, stage, p) for p in points}  # here: not in the warm-up's thread
+    return _WARMUP.start(points, keys.__getitem__, _results(), batch)
 
 
 def _forget_warmup() -> None:
@@ -550,8 +562,10 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
     points = whatif.points_for(policy, request.replicates)
     cache = _results()
 
+    keys = {p: _cache_key(loaded, request, stage, p) for p in points}  # made here, read in callbacks too
+
     def cache_key(p: whatif.Point) -> tuple[Any, ...]:
-        return _cache_key(loaded.key, request, stage, p)
+        return keys[p]
 
     # A warm-up still waiting for an earlier one (another period, say) would run some of
     # these points a second time, beside this run: it is dropped (first, so that one

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# The what-if app keeps finished runs on disk by default; the suite's runs (and the app
+# processes it starts) must neither read a developer's cache nor leave one behind. Tests
+# of that cache give it a folder of their own.
+os.environ["GPUPLAN_APP_CACHE"] = "off"
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_streamlit import state, views, whatif
+from app_streamlit import run_cache, state, views, whatif
 from scenarios.errors import ScenarioError
 from scenarios.load import bundled_scenarios
 
@@ -151,6 +151,36 @@ def test_the_first_replicate_pair_is_shown_while_the_others_run(monkeypatch: pyt
     _run(at)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert drawn == [(0, 0, 2)]
+
+
+def test_a_restarted_app_answers_a_whatif_it_ran_before_from_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finished runs are kept on disk: the next app process (nothing in memory) shows the
+    same what-if again without running anything."""
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path / "runs"))
+    views._results.clear()
+    try:
+        at = _app()
+        at.run()
+        _type(at, "tiny", "research", "60")
+        _run(at, replicates=2)
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        before = {p: r.summary for p, r in at.session_state["whatif"][2].items()}
+        assert len(list((tmp_path / "runs").glob(f"*{run_cache.SUFFIX}"))) == 4
+
+        views._results.clear()  # a new app process
+        started: list[object] = []
+        monkeypatch.setattr(whatif, "run_points", lambda *a, **k: started.append(a) or {})
+        again = _app()
+        again.run()
+        _type(again, "tiny", "research", "60")
+        _run(again, replicates=2)
+        assert not again.exception and not again.error, [e.value for e in again.error]
+        assert started == []
+        assert {p: r.summary for p, r in again.session_state["whatif"][2].items()} == before
+    finally:
+        views._results.clear()  # the next test's cache follows its own environment
 
 
 def test_mip_shows_the_fairshare_preview_first() -> None:
