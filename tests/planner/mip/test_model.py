@@ -195,3 +195,30 @@ def test_add_constraint_sums_repeats_and_drops_zeros(size: int) -> None:
     assert distinct.coefs.tolist() == [v + 1 for v in order if v != 1]
     assert repeats.vars.tolist() == [0, 1, *range(3, size)]
     assert repeats.coefs.tolist() == [2, 2] + [1] * (size - 3)
+
+
+def test_a_model_sent_to_another_process_arrives_whole() -> None:
+    """Pickled as stacked rows (how it reaches the solver process), a model unpickles to
+    the same variables, rows (terms, sense, right-hand side, name), objective and hint."""
+    import pickle
+
+    m = LinearModel()
+    a = m.add_var("a", 0, 5)
+    b = m.add_var("b", -2, 5)
+    m.add_constraint([(a, 1), (b, 1)], ">=", 3, "at_least")
+    m.add_constraint([(a, 0)], "<=", -1, "empty")
+    m.add_constraint([(a, 2), (b, -1)], "==", 1, "equal")
+    m.add_objective(a, 3)
+    m.hint = {a: 2}
+    m.stop_at = 4
+    copy = pickle.loads(pickle.dumps(m))
+    assert (copy.names, copy.lower, copy.upper) == (["a", "b"], [0, -2], [5, 5])
+    assert [(c.vars.tolist(), c.coefs.tolist(), c.sense, c.rhs, c.name) for c in copy.constraints] == [
+        ([a, b], [1, 1], ">=", 3, "at_least"),
+        ([], [], "<=", -1, "empty"),
+        ([a, b], [2, -1], "==", 1, "equal"),
+    ]
+    assert (copy.objective, copy.hint, copy.stop_at) == ({a: 3}, {a: 2}, 4)
+    assert copy.violations(np.array([1, 1])) == m.violations(np.array([1, 1])) == ["at_least", "empty"]
+    copy.add_constraint([(b, 1)], "<=", 4, "more")  # and it still grows
+    assert len(copy.rows().rhs) == 4 and len(m.constraints) == 3

@@ -101,3 +101,12 @@ def test_a_dead_solver_process_makes_the_planner_fall_back(monkeypatch: pytest.M
     assert plan.solver.status is SolveStatus.ERROR
     assert "exit code -6" in plan.solver.message
     assert {a.job for a in plan.slices[0].assignments} == {"a1", "a2"}
+
+
+def test_a_solve_counts_its_time_to_the_callers_deadline() -> None:
+    """The time a model takes to reach the solver process comes off the search's limit:
+    the search gets what is left to the caller's deadline, never more than its limit."""
+    assert cpsat.time_left(2.0, None, now=100.0) == 2.0
+    assert cpsat.time_left(2.0, 101.5, now=100.0) == 1.5
+    assert cpsat.time_left(2.0, 105.0, now=100.0) == 2.0
+    assert cpsat.time_left(2.0, 99.0, now=100.0) == 0.0
