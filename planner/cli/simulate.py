@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,12 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if args.backend not in ("cpsat", "pulp"):
         raise UsageError(f"--backend: unknown backend {args.backend!r} (choose cpsat or pulp)")
     out = Path(args.out) if args.out else None
-    if out is not None:
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out: {out} exists and is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} exists and is not a directory")
     scenario = load_scenario(args.scenario)
     check_slices(args.scenario, scenario, args.days)
+    if out is not None:
+        prepare_out(out)  # before the simulation: a folder it cannot write fails now
     progress = not args.no_progress and sys.stderr.isatty()
     options: dict[str, dict[str, Any]] = {
         "legacy": {"seed": args.seed},
@@ -147,16 +148,50 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(["metric", *policies], [[k, *v] for k, v in rows]))
     if out is not None:
         summary = {"policies": {n: _json_ready(r.summary) for n, r in results.items()}}
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        pd.concat(
+        projects = pd.concat(
             [r.projects.assign(policy=n) for n, r in results.items()], ignore_index=True
-        ).pipe(_policy_first).to_csv(out / "projects.csv", index=False)
-        pd.concat(
+        ).pipe(_policy_first)
+        jobs = pd.concat(
             [r.jobs.assign(policy=n) for n, r in results.items()], ignore_index=True
-        ).pipe(_policy_first).to_csv(out / "jobs.csv", index=False)
-        write_report(results, out / "report.html")
-        print(f"wrote {out}/summary.json, projects.csv, jobs.csv, report.html")
+        ).pipe(_policy_first)
+        try:
+            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            projects.to_csv(out / "projects.csv", index=False)
+            jobs.to_csv(out / "jobs.csv", index=False)
+            write_report(results, out / "report.html")
+        except OSError as exc:
+            where = exc.filename or out
+            raise UsageError(f"--out: cannot write {where}: {exc.strerror or exc}") from None
+        print(f"wrote {out}/{', '.join(OUT_FILES)}")
     return 0
+
+
+OUT_FILES = ("summary.json", "projects.csv", "jobs.csv", "report.html")
+"""What ``--out`` gets, in that folder."""
+
+
+def prepare_out(out: Path) -> None:
+    """Create ``out`` and check that the files of :data:`OUT_FILES` can be written there
+    (a probe file is written and removed), so that a simulation is not run for nothing.
+
+    Raises
+    ------
+    UsageError
+        Naming the folder or file and why.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out: cannot create {exc.filename or out}: {exc.strerror or exc}") from None
+    for name in OUT_FILES:
+        if (out / name).is_dir():
+            raise UsageError(f"--out: cannot write {out / name}: it is a directory")
+    probe = out / f".gpuplan-write-check-{os.getpid()}"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write in {out}: {exc.strerror or exc}") from None
 
 
 def _policy_first(df: pd.DataFrame) -> pd.DataFrame:

@@ -122,3 +122,33 @@ def test_a_simulation_of_too_many_slices_is_refused_before_it_starts(
     assert main(["simulate", str(path), "--days", "365", "--policy", "fairshare"]) == 2
     err = capsys.readouterr().err
     assert "--days 365 spans 126,144,000 slices of 0.25s" in err and "at most 400,000" in err
+
+
+@pytest.mark.parametrize("blocked", ["parent", "summary.json", "report.html"])
+def test_an_out_folder_it_cannot_write_exits_2_before_simulating(
+    blocked: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--out under a file, or with a directory where one of its files goes, is refused
+    with one line naming the path, before any simulation runs."""
+    from planner import simulator
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated although the output cannot be written")
+
+    monkeypatch.setattr(simulator, "simulate", no_run)
+    if blocked == "parent":
+        (tmp_path / "file").write_text("")
+        out, needle = tmp_path / "file" / "sub", "--out: cannot create"
+    else:
+        out = tmp_path / "run"
+        (out / blocked).mkdir(parents=True)
+        needle = f"--out: cannot write {out / blocked}: it is a directory"
+    assert main(["simulate", "tiny", "--policy", "fairshare", "--days", "0.1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_a_scenario_that_does_not_load_leaves_no_out_folder(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["simulate", "no-such-scenario", "--out", str(out)]) == 2
+    assert not out.exists()
