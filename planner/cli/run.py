@@ -99,31 +99,40 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    if args.ledger is None:
-        progress("note: no --ledger given; usage is kept in memory only")
-    try:
-        # Every check that can be made before acting; creates nothing when one fails.
-        setup = prepare_run(args.executor, args.ledger, time.time(), observe=executor.observe)
-    except BaseException:
+    def close_executor() -> None:
         close = getattr(executor, "close", None)
         if callable(close):
             close()
-        raise
-    ledger, run_state = setup.ledger, setup.run_state
 
-    policy_options: dict[str, object] = {}
-    if args.policy == "mip":
-        policy_options = {"backend": backend, "time_limit": args.time_limit}
+    if args.ledger is None:
+        progress("note: no --ledger given; usage is kept in memory only")
     board = StatusBoard(status_path(args.ledger) if args.ledger is not None else None)
     server = None
     if args.metrics_port is not None:
+        # Bound before the ledger and the run state are made: a port in use must leave
+        # nothing behind (a run state would fix the next run's time origin).
         from planner.metrics_export import serve
 
         try:
             server = serve(args.metrics_port, board.latest)
         except OSError as exc:
+            close_executor()
             raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen: {exc.strerror}") from None
+    try:
+        # Every check that can be made before acting; creates nothing when one fails.
+        setup = prepare_run(args.executor, args.ledger, time.time(), observe=executor.observe)
+    except BaseException:
+        close_executor()
+        if server is not None:
+            server.close()
+        raise
+    ledger, run_state = setup.ledger, setup.run_state
+    if server is not None:
         progress(f"metrics at {server.url}")
+
+    policy_options: dict[str, object] = {}
+    if args.policy == "mip":
+        policy_options = {"backend": backend, "time_limit": args.time_limit}
     loop = ControlLoop(scenario, executor, ledger, policy=args.policy,
                        policy_options=policy_options, run_state=run_state,
                        slice_seconds=args.slice_seconds, poll=args.poll, progress=progress,
@@ -144,9 +153,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         if server is not None:
             server.close()
-        close = getattr(executor, "close", None)
-        if callable(close):
-            close()
+        close_executor()
     totals: dict[str, list[float]] = {}
     for record in ledger.records():
         if record.start < summary.charged_from - 1e-9:

@@ -69,3 +69,22 @@ def test_missing_scenario_file_names_it(tmp_path: Path, capsys: pytest.CaptureFi
     """A scenario path that does not exist is one error naming the file, exit code 2."""
     assert main(["run", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err
+
+
+def test_a_metrics_port_in_use_leaves_no_ledger_or_run_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --metrics-port that cannot be bound exits 2 before the ledger, its lock or the
+    run state exist (a run state left behind would set the next run's time origin)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ledger = tmp_path / "new.db"
+        code = main(["run", "tiny", "--executor", "dryrun", "--epochs", "1", "--slice-seconds", "0.2",
+                     "--policy", "fairshare", "--ledger", str(ledger), "--metrics-port", str(port)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--metrics-port {port}: cannot listen" in err
+    assert list(tmp_path.iterdir()) == []
