@@ -77,7 +77,15 @@ def run(args: argparse.Namespace) -> int:
             "charged_gpu_h": t.charged_gpu_h, "unallocated_gpu_h": t.unallocated_gpu_h,
         })
     status = status.model_copy(update={"projects": tuple(rows[p] for p in sorted(rows))})
+    if args.project is not None and not any(_under(p.project, args.project) for p in status.projects):
+        known = ", ".join(sorted({p.project.split("/")[0] for p in status.projects})) or "none"
+        print(f"gpuplan: project {args.project} is not known to the live run (status of "
+              f"{_when(status.wall)}; programs: {known})", file=sys.stderr)
+        return 1
     status = _filtered(status, args.project, args.user, args.job)
+    if args.user is not None and not (status.queue or status.jobs or status.preemptions):
+        print(f"note: user {args.user} has no queued, running or recently preempted job in "
+              "the live run", file=sys.stderr)
 
     if args.job is not None and not _knows(status, args.job):
         print(f"gpuplan: job {args.job} is not known to the live run (status of "

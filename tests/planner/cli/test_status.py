@@ -115,6 +115,18 @@ def test_unknown_job_exits_1(ledger: Path, capsys: pytest.CaptureFixture[str]) -
     assert "job nope is not known" in capsys.readouterr().err
 
 
+def test_unknown_project_exits_1_naming_the_programs(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --project that matches no project of the run is said so (a typo shows), exit 1."""
+    assert main(["status", "--ledger", str(ledger), "--project", "reserch"]) == 1
+    err = capsys.readouterr().err
+    assert "project reserch is not known" in err and "programs: research" in err
+
+
+def test_a_user_without_jobs_gets_a_note(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", "--ledger", str(ledger), "--user", "nobody"]) == 0
+    assert "user nobody has no queued, running or recently preempted job" in capsys.readouterr().err
+
+
 def test_filters_by_program_and_user(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--project takes a program prefix; --user keeps only that user's jobs and projects."""
     data = status_json(ledger, capsys, "--project", "research/cv")
