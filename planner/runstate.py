@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.errors import GpuplanError
+from models.limits import MAX_DAYS
+
+ORIGIN_SLACK_S = 300.0
+"""How far after now a kept origin may lie (clocks of two hosts sharing a ledger)."""
 
 
 class RunStateError(GpuplanError, ValueError):
@@ -43,6 +47,19 @@ class RunState:
         if path is not None:
             found = cls.read(path)
             if found is not None:
+                # Scenario time counts from the origin: one after now, or beyond the
+                # longest run gpuplan accepts, would put every decision at a time that
+                # never comes or long passed.
+                if found.origin > now + ORIGIN_SLACK_S:
+                    raise RunStateError(
+                        f"{path}: origin: the run's start ({found.origin:.0f}) is "
+                        f"{found.origin - now:.0f} s after now; delete the file to start a new run"
+                    )
+                if now - found.origin > MAX_DAYS * 86400.0:
+                    raise RunStateError(
+                        f"{path}: origin: the run's start ({found.origin:.0f}) is more than "
+                        f"{MAX_DAYS:g} days ago; delete the file to start a new run"
+                    )
                 return found
         state = cls(now, set(), path)
         try:
@@ -71,6 +88,8 @@ class RunState:
             raise RunStateError(f"{path}: cannot read the run state: {reason}") from None
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object with origin and submitted")
             origin = data["origin"]
             submitted = data.get("submitted", [])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

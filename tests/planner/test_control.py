@@ -308,7 +308,7 @@ def test_a_finished_and_forgotten_job_is_not_submitted_again(tiny: Scenario, tmp
     assert sorted(first.run(epochs=1).submitted) == ["j1", "j2", "j5"]
     forgetful = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
     lines: list[str] = []
-    second = _loop(tiny, forgetful, Ledger(), clock, run_state=RunState.load(path, 0.0),
+    second = _loop(tiny, forgetful, Ledger(), clock, run_state=RunState.load(path, clock.time()),
                    progress=lines.append)
     assert second.run(epochs=1).submitted == []
     assert forgetful.observe().jobs == ()

@@ -32,7 +32,7 @@ def test_read_writes_nothing(tmp_path: Path) -> None:
         ('{"origin": true}', "origin: expected the run's start"),
         ('{"origin": "yesterday"}', "origin: expected the run's start"),
         ('{"origin": 5, "submitted": [1, 2]}', "submitted: expected a list of job ids"),
-        ("[1, 2]", "not a gpuplan run state file"),
+        ("[1, 2]", "not a gpuplan run state file (expected a JSON object with origin and submitted)"),
         ("{", "not a gpuplan run state file"),
     ],
 )
@@ -53,3 +53,24 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
     path.mkdir()
     with pytest.raises(RunStateError, match="is a directory, not a gpuplan run state file"):
         RunState.load(path, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("origin", "message"),
+    [(99999999999999.0, "s after now; delete the file"), (-5.0, "more than 3650 days ago; delete the file")],
+)
+def test_an_origin_after_now_or_too_long_ago_is_refused(tmp_path: Path, origin: float, message: str) -> None:
+    """Scenario time counts from the origin: one in the future, or older than the longest
+    run accepted, is refused, naming the file and the field."""
+    path = tmp_path / "l.db.run.json"
+    path.write_text(json.dumps({"origin": origin, "submitted": []}))
+    with pytest.raises(RunStateError) as info:
+        RunState.load(path, 1_800_000_000.0)
+    assert str(info.value).startswith(f"{path}: origin: ") and message in str(info.value)
+
+
+def test_an_origin_a_little_ahead_is_kept(tmp_path: Path) -> None:
+    """Two hosts' clocks may differ by a little: an origin a minute ahead is the run's."""
+    path = tmp_path / "l.db.run.json"
+    path.write_text(json.dumps({"origin": 1060.0, "submitted": ["j1"]}))
+    assert RunState.load(path, 1000.0).origin == 1060.0
