@@ -11,7 +11,8 @@ from pydantic import BeforeValidator, PlainSerializer
 from models.limits import MAX_DAYS, MAX_SECONDS
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_PATTERN = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+# ASCII digits only: \d also matches other scripts' digits, which float() reads too.
+_PATTERN = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([smhdw]?)\s*$")
 
 
 def parse_duration(value: object) -> float:
@@ -31,7 +32,7 @@ def parse_duration(value: object) -> float:
     if match:
         return _finite(float(match.group(1)) * _UNITS[match.group(2) or "s"], value)
     # Compound forms: 1h30m, 2d12h.
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text)
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)([smhdw])", text)
     if parts and "".join(n + u for n, u in parts) == text.replace(" ", ""):
         return _finite(sum(float(n) * _UNITS[u] for n, u in parts), value)
     raise ValueError(f"expected a duration such as 90s, 15m, 2h or 7d, got {value!r}")

@@ -53,7 +53,7 @@ class PhillySpec(Input):
     of the non-debug rows imported as unallocated work (minimum runtime 0).
     """
 
-    path: str
+    path: str = Field(min_length=1)
     gpu_type: str = "H100"
     cluster: str | None = None
     project_map: dict[str, str] = Field(default_factory=dict)
@@ -77,7 +77,7 @@ class Workloads(Input):
 
     jobs: tuple[Job, ...] | None = Field(default=None, max_length=MAX_JOBS)
     generate: GenerateSpec | None = None
-    csv: str | None = None
+    csv: str | None = Field(default=None, min_length=1)
     philly: PhillySpec | None = None
 
     @model_validator(mode="after")

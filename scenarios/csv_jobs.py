@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ COLUMNS = (
 )
 _LISTS = ("gpu_types", "clusters")
 _BOOLS = ("resumable", "urgent")
+_WHOLE = ("gpus", "priority")
+# ASCII digits only: int() also takes "1_6" and other scripts' digits.
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 def _bool(text: str) -> bool:
@@ -100,6 +104,8 @@ def _job(path: Path, line: int, row: dict[str, str]) -> Job:
             continue
         if key in _LISTS:
             data[key] = [p.strip() for p in cell.split("|") if p.strip()]
+        elif key in _WHOLE and not _WHOLE_NUMBER.fullmatch(cell.strip()):
+            raise ScenarioError(path, f"row {line}, column {key}: expected a whole number, got {cell.strip()!r}")
         elif key in _BOOLS:
             try:
                 data[key] = _bool(cell)

@@ -14,7 +14,7 @@ def test_parse_duration_units(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("bad", ["abc", "5x", "", None, True, "1h30"])
+@pytest.mark.parametrize("bad", ["abc", "5x", "", None, True, "1h30", "\u0663h", "1\u0663m", "1_000"])
 def test_parse_duration_rejects_garbage(bad: object) -> None:
     """Anything that is not a duration is a ValueError naming the accepted forms."""
     with pytest.raises(ValueError, match="expected a duration"):

@@ -43,6 +43,10 @@ def _csv_error(tmp_path: Path, text: str | bytes) -> str:
         # class 4: non-finite numbers
         (HEADER + "j1,research/nlp,8,nan\n", "row 2, column duration: expected a duration"),
         (HEADER + "j1,research/nlp,8,inf\n", "row 2, column duration: expected a duration"),
+        # digits Python's int() and float() read but a CSV of jobs should not hold
+        (HEADER + "j1,research/nlp,1_6,1h\n", "row 2, column gpus: expected a whole number, got '1_6'"),
+        (HEADER + "j1,research/nlp,\u0668,1h\n", "row 2, column gpus: expected a whole number"),
+        (HEADER + "j1,research/nlp,8,\u0663h\n", "row 2, column duration: expected a duration"),
         # class 1: decoding
         (HEADER.encode() + "j1,café,8,1h\n".encode("latin-1"), "not UTF-8 text (line 2"),
     ],

@@ -54,3 +54,19 @@ def test_csv_write_read_round_trip(tmp_path: Path) -> None:
     jobs = list(load_scenario("tiny").jobs)
     write_jobs_csv(jobs, tmp_path / "j.csv")
     assert read_jobs_csv(tmp_path / "j.csv") == jobs
+
+
+def test_an_empty_workload_path_names_the_field(tmp_path: Path) -> None:
+    """`csv: ""` or a Philly `path: ""` is refused as the scenario's field, not read as
+    the scenario's own folder."""
+    import pytest
+
+    from scenarios.errors import ScenarioError
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "tiny.yaml").read_text())
+    for source, field in (({"csv": ""}, "workloads.csv"), ({"philly": {"path": ""}}, "workloads.philly.path")):
+        data["workloads"] = source
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(tmp_path / "s.yaml")
+        assert str(info.value).startswith(f"{tmp_path / 's.yaml'}: {field}: "), str(info.value)
