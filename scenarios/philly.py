@@ -211,8 +211,14 @@ def import_philly(scenario: Scenario, spec: PhillySpec, base_dir: Path) -> list[
     first_day = min(r.timestamp for r in rows).date()
     origin = datetime.combine(first_day, datetime.min.time())
     horizon = spec.days * DAY if spec.days is not None else math.inf
-    kept = [(r, (r.timestamp - origin).total_seconds()) for r in rows]
-    kept = [(r, t) for r, t in kept if t < horizon]
+    timed = [(r, (r.timestamp - origin).total_seconds()) for r in rows]
+    kept = [(r, t) for r, t in timed if t < horizon]
+    if not kept:  # as a trace of no rows is: a scenario of no jobs is a mistake
+        first = min(t for _, t in timed)
+        raise ScenarioError(
+            path, f"no jobs: days {spec.days:g} keeps no row of the trace (its first job "
+            f"arrives {first / 3600:.2f} h into its first day)"
+        )
     for r, t in kept:
         if t > MAX_SECONDS:
             raise ScenarioError(

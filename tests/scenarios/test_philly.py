@@ -171,6 +171,12 @@ def test_days_trims(tmp_path: Path) -> None:
     assert list(jobs) == ["philly-00002", "philly-00003", "philly-00004", "philly-00005"]
 
 
+def test_days_that_keep_no_row_are_an_error(tmp_path: Path) -> None:
+    """``days`` so short that no row is left is refused, as a trace of no rows is."""
+    msg = load_error(tmp_path, csv_text(ROWS), days=0.00001)
+    assert "trace.csv: no jobs: days 1e-05 keeps no row of the trace" in msg
+
+
 def test_min_runtime_capped_by_policy(tmp_path: Path) -> None:
     """Contracts above the policy's max_min_runtime are capped to it."""
     path = write_scenario(tmp_path, csv_text(ROWS), policy={"max_min_runtime": "30m"})
