@@ -290,6 +290,8 @@ class Ledger:
             When the file does not exist or is not a gpuplan ledger (names the file).
         """
         source = Path(path)
+        if source.is_dir():
+            raise LedgerError(f"{source}: is a directory, not a ledger file")
         if not source.is_file():
             raise LedgerError(f"{source}: no such ledger file")
         inspect_ledger_file(source)  # refuse another application's file before opening it

@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gpuplan plan``; returns the exit code."""
     require_positive("--time-limit", args.time_limit)
     _, snap = load_snapshot(args.scenario, args.at)
+    if args.json:
+        _check_json_target(Path(args.json))  # before the solve: it may take its whole limit
     plan = plan_epoch(snap, backend=args.backend, time_limit=args.time_limit)
     print(render_plan(plan))
     if args.json:
@@ -73,6 +75,17 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--json: cannot write {args.json}: {exc.strerror}") from None
         print(f"\nplan written to {args.json}")
     return 0
+
+
+def _check_json_target(path: Path) -> None:
+    """Refuse a --json path that cannot be a file: a directory, or one under a file."""
+    if path.is_dir():
+        raise UsageError(f"--json: cannot write {path}: it is a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--json: cannot write {path}: {parent} is not a folder")
+            break
 
 
 def render_plan(plan: Plan) -> str:

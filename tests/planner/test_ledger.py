@@ -408,6 +408,11 @@ def test_open_read_only_does_not_create_a_missing_ledger(tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == []
 
 
+def test_open_read_only_names_a_directory_as_one(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="is a directory, not a ledger file"):
+        Ledger.open_read_only(tmp_path)
+
+
 def test_open_read_only_refuses_a_file_that_is_not_a_ledger(tmp_path: Path) -> None:
     """A file that is not a gpuplan ledger is refused with its name."""
     path = tmp_path / "x.sqlite"

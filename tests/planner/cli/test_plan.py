@@ -71,3 +71,23 @@ def test_explain_job_not_yet_submitted(capsys: pytest.CaptureFixture[str]) -> No
     """A job submitted after TIME is reported as not in the queue yet."""
     assert main(["explain", "tiny", "j12", "--at", "1h"]) == 0
     assert "not in the queue" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["under a file", "a directory"])
+def test_a_json_path_that_cannot_be_a_file_exits_2_before_the_solve(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner.cli import plan as plan_cli
+
+    def no_solve(*args: object, **kwargs: object) -> None:
+        raise AssertionError("planned although --json cannot be written")
+
+    monkeypatch.setattr(plan_cli, "plan_epoch", no_solve)
+    (tmp_path / "file").write_text("")
+    target, needle = (
+        (tmp_path / "file" / "plan.json", "is not a folder") if where == "under a file"
+        else (tmp_path, "it is a directory")
+    )
+    assert main(["plan", "tiny", "--json", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"--json: cannot write {target}: " in err and needle in err and "Traceback" not in err
