@@ -51,6 +51,14 @@ class SweepSpec(BaseModel):
                 raise ValueError(f"{key}: give at least one value")
         return grid
 
+    @field_validator("out")
+    @classmethod
+    def _out_named(cls, out: str | None) -> str | None:
+        if out is not None and not out.strip():
+            # An empty folder name would put the results next to the sweep file.
+            raise ValueError("must not be empty (leave it out for the default)")
+        return out
+
     @field_validator("seeds")
     @classmethod
     def _seeds_in_range(cls, seeds: list[int] | None) -> list[int] | None:

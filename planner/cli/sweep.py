@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         raise UsageError(f"--workers: expected 0 or more, got {args.workers}")
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    if args.out is not None and not args.out.strip():
+        raise UsageError("--out: must not be empty")
     sweep_file = load_sweep_file(args.file)
     out = sweep_file.out_dir(args.out)
     try:

@@ -149,6 +149,8 @@ def check_key(base: SweepBase, key: str, value: Any) -> None:
             if error["type"] == "extra_forbidden":
                 where = field_path(tuple(error["loc"]))
                 raise SweepError(None, f"grid key {key!r}: {where} is not a scenario field") from None
+    except Exception:  # noqa: BLE001 - about the value (an overflow...): the point's own error
+        return
 
 
 def apply_edit(data: dict[str, Any], key: str, value: Any) -> None:
@@ -166,10 +168,21 @@ def apply_edit(data: dict[str, Any], key: str, value: Any) -> None:
             raise from_validation_error(err, None, prefix=key.rsplit(".", 1)[0]) from None
     elif key.startswith("clusters.") and key.endswith(".scale") and key.count(".") == 2:
         cluster = _scale_cluster(data, key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ScenarioError(None, f"{key}: expected a positive scale factor, got {value!r}")
-        for group in cluster.get("node_groups") or []:
-            group["nodes"] = max(1, math.floor(group["nodes"] * value + 0.5))
+        # `not 0 < value < inf` also refuses NaN, and compares a huge int without overflow.
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+            raise ScenarioError(None, f"{key}: expected a positive, finite scale factor, got {value!r}")
+        for i, group in enumerate(cluster.get("node_groups") or []):
+            nodes = group.get("nodes") if isinstance(group, dict) else None
+            if isinstance(nodes, bool) or not isinstance(nodes, int | float):
+                # Another edit of this point wrote something else there.
+                raise ScenarioError(None, f"{key}: node_groups[{i}].nodes is not a number: {nodes!r}")
+            try:
+                scaled = math.floor(nodes * value + 0.5)
+            except OverflowError:  # beyond any float: far too many nodes
+                raise ScenarioError(
+                    None, f"{key}: scale factor {value!r} gives more nodes than can be counted"
+                ) from None
+            group["nodes"] = max(1, scaled)
     else:
         node, slot = _locate(data, key)
         node[slot] = value

@@ -203,8 +203,15 @@ def _run(spec: SweepConfig) -> SweepReport:
         sweep_base, spec.grid or {}, policies, spec.seeds,
         days=spec.days, options=options, policy_takes=policy_takes,
     )
+    if isinstance(spec.out, str) and not spec.out.strip():
+        raise SweepError(None, "out: must not be empty (leave it out to write nothing)")
     store = PointStore(spec.out) if spec.out is not None else None
     rows: dict[str, dict[str, Any]] = store.finished(p.key for p in points) if store else {}
+    for point in points:
+        if point.key in rows:
+            # The grid values as given, not as stored (Parquet turns a list into an
+            # array, and keeps a value it has no type for as its JSON text).
+            rows[point.key].update(point.params)
     skipped = len(rows)
     todo = {p.key: p for p in points if p.key not in rows}
     tasks = [PointTask(sweep_base, p, spec.days, spec.runner, keep=spec.keep) for p in todo.values()]
@@ -254,10 +261,19 @@ def _run(spec: SweepConfig) -> SweepReport:
                         finish(*run_point_kept(task, spec.on_hours))
                 else:
                     run_on_dask(client, tasks, finish, spec.on_hours)
-    finally:
+    except BaseException:
+        # Ctrl-C or an unwritable point file: the combined files still get the points
+        # finished so far, if they can; the error that stopped the sweep is the one told.
         bar.close()
-        frame = _frame([rows[p.key] for p in points if p.key in rows])
-        files = store.combine(frame) if store is not None and rows else []
+        if store is not None and rows:
+            try:
+                store.combine(_frame([rows[p.key] for p in points if p.key in rows]))
+            except SweepError as exc:
+                log.warning("%s", exc)
+        raise
+    bar.close()
+    frame = _frame([rows[p.key] for p in points if p.key in rows])
+    files = store.combine(frame) if store is not None and rows else []
     return SweepReport(
         frame=frame, total=len(points), skipped=skipped, failed=failed, files=files, results=results
     )

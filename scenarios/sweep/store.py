@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +26,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("scenarios.sweep")
 
 
+#: The combined files of the whole sweep, in the output folder.
+COMBINED = ("results.csv", "results.parquet")
+
+
 class PointStore:
     """One Parquet file per finished point under ``DIR/points/``, plus combined files.
 
-    Each point file is written to a temporary name, flushed to disk and renamed, so a
-    crash leaves either the whole row or nothing.
+    Each file is written to a temporary name, flushed to disk and renamed, so a crash
+    leaves either the whole file or nothing (and no temporary file). A folder or file
+    that cannot be written is a :class:`SweepError` naming it; the folder is checked
+    when the store is opened, before any point runs.
     """
 
     def __init__(self, out: str | Path) -> None:
@@ -35,7 +45,21 @@ class PointStore:
         try:
             self.points_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise SweepError(self.dir, f"cannot create the output folder: {exc.strerror}") from None
+            raise SweepError(self.dir, f"cannot create the output folder: {_reason(exc)}") from None
+        self._check_writable()
+
+    def _check_writable(self) -> None:
+        """Fail now, not after hours of points, if the results cannot be written."""
+        for folder in (self.dir, self.points_dir):
+            try:
+                fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+                os.close(fd)
+                os.unlink(probe)
+            except OSError as exc:
+                raise SweepError(folder, f"cannot write in this folder: {_reason(exc)}") from None
+        for name in COMBINED:
+            if (self.dir / name).is_dir():
+                raise SweepError(self.dir, f"cannot write {name}: it is a folder")
 
     def path(self, key: str) -> Path:
         return self.points_dir / f"{key}.parquet"
@@ -58,33 +82,79 @@ class PointStore:
         return out
 
     def save(self, row: Mapping[str, Any]) -> None:
-        """Write one point's row durably (temporary file, fsync, rename)."""
+        """Write one point's row durably (temporary file, fsync, rename).
+
+        A value Parquet cannot store (a list mixing numbers and text) is stored as its
+        JSON text; the sweep puts the point's own grid values back when it reads the
+        row (:meth:`finished`). Raises :class:`SweepError` naming the file when it
+        cannot be written.
+        """
         final = self.path(str(row[POINT_COLUMN]))
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         frame = _frame([dict(row)])
-        with open(tmp, "wb") as fh:
-            frame.to_parquet(fh, index=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
+        self._write(final, lambda fh: _to_parquet(frame, fh), f"points/{final.name}")
         _fsync_dir(self.points_dir)
 
     def combine(self, frame: pd.DataFrame) -> list[Path]:
-        """Write ``results.csv`` and ``results.parquet`` of the whole sweep."""
-        written = []
-        csv = self.dir / "results.csv"
-        frame.to_csv(csv, index=False)
-        written.append(csv)
-        parquet = self.dir / "results.parquet"
+        """Write ``results.csv`` and ``results.parquet`` of the whole sweep (each
+        durably, as :meth:`save`). Raises :class:`SweepError` naming the file when it
+        cannot be written."""
+        csv, parquet = (self.dir / name for name in COMBINED)
+        self._write(csv, lambda fh: frame.to_csv(fh, index=False), csv.name)
+        self._write(parquet, lambda fh: _to_parquet(frame, fh), parquet.name)
+        _fsync_dir(self.dir)
+        return [csv, parquet]
+
+    def _write(self, final: Path, write: Callable[[Any], object], name: str) -> None:
+        """``write(binary file)`` to a temporary name next to ``final``, flushed and
+        renamed over it; the temporary file never outlives a failure."""
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         try:
-            frame.to_parquet(parquet, index=False)
-        except (ValueError, TypeError, ImportError):
-            # A grid column that mixes types (e.g. 2 and "3d") has no Parquet type.
-            frame.astype({c: str for c in frame.columns if frame[c].dtype == object}).to_parquet(
-                parquet, index=False
-            )
-        written.append(parquet)
-        return written
+            with open(tmp, "wb") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        except OSError as exc:
+            raise SweepError(self.dir, f"cannot write {name}: {_reason(exc)}") from None
+        finally:
+            with contextlib.suppress(OSError):  # a folder that refuses even that holds no file
+                tmp.unlink(missing_ok=True)
+
+
+def _reason(exc: OSError) -> str:
+    """``Permission denied``: the system's words for ``exc``, without the path (the
+    message names the file itself); pyarrow's errors carry long texts of their own."""
+    if exc.errno is not None:
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc)
+
+
+def _to_parquet(frame: pd.DataFrame, target: Any) -> None:
+    """``frame`` as Parquet; object columns Parquet has no type for (a column that mixes
+    ``2`` and ``"3d"``, a list mixing numbers and text) hold their values as text."""
+    try:
+        frame.to_parquet(target, index=False)
+        return
+    except (ValueError, TypeError):  # pyarrow's ArrowInvalid / ArrowTypeError
+        if hasattr(target, "seek"):
+            target.seek(0)
+            target.truncate()
+    text = frame.copy()
+    for column in text.columns:
+        if text[column].dtype == object:
+            text[column] = text[column].map(_as_text).astype(object)
+    text.to_parquet(target, index=False)
+
+
+def _as_text(value: Any) -> str | None:
+    """A cell as text: ``None`` and text as they are, numbers and lists as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        value = value.tolist()
+    return json.dumps(value, default=str)
 
 
 def _pandas() -> Any:

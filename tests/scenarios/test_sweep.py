@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
 import signal
@@ -627,3 +628,137 @@ def test_a_loaded_scenario_base_runs_as_is_without_edits() -> None:
 
     assert point_scenario(base, point) is scenario
     assert base.fingerprint == "fixed"
+
+
+# -- unwritable results, values Parquet cannot store, bad scale factors, empty out -------
+
+MIXED_MAINTENANCE = [  # `start` a number in one window and text in the other: no Parquet type
+    {"cluster": "alpha", "nodes": 1, "start": 7200, "duration": "4h"},
+    {"cluster": "beta", "nodes": 1, "start": "1h", "duration": "1h"},
+]
+
+
+def leftovers(out: Path) -> list[str]:
+    """Temporary files left in the result folder or its points folder."""
+    return [p.name for p in [*out.glob(".*"), *(out / "points").glob(".*")]]
+
+
+@pytest.mark.parametrize("name", ["results.csv", "results.parquet"])
+def test_a_folder_in_place_of_a_combined_file_is_refused_before_running(tmp_path: Path, name: str) -> None:
+    """A folder where a combined file goes fails the sweep up front, naming the folder and
+    the file, before any point runs."""
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    with pytest.raises(SweepError, match=f"cannot write {name}: it is a folder") as info:
+        sweep("tiny", grid={"policy.slices": [2, 4]}, days=0.05, out=out,
+              runner=functools.partial(counting_runner, calls=str(calls)))
+    assert str(info.value).startswith(f"{out}: ")
+    assert os.listdir(calls) == []
+
+
+def test_combined_files_that_cannot_be_written_at_the_end_are_a_sweep_error(tmp_path: Path) -> None:
+    """A combined file that turns unwritable while the points run is a SweepError naming
+    it, not an OSError; the points are saved all the same."""
+    out = tmp_path / "out"
+
+    def block(row: dict[str, Any], result: Any) -> None:
+        (out / "results.csv").mkdir(exist_ok=True)
+
+    spec = SweepConfig(base=TINY, grid={"policy.slices": [2, 4]}, days=0.05, out=out,
+                       runner=echo_runner, on_point=block)
+    with pytest.raises(SweepError, match="cannot write results.csv: Is a directory") as info:
+        run_sweep(spec)
+    assert str(info.value).startswith(f"{out}: ")
+    assert len(list((out / "points").glob("*.parquet"))) == 2
+    assert leftovers(out) == []
+
+
+def test_a_point_file_that_cannot_be_written_stops_the_sweep_with_a_sweep_error(tmp_path: Path) -> None:
+    """A point whose file cannot be written stops the sweep with an error naming the file;
+    the points before it are kept, in their files and the combined ones, and no temporary
+    file is left."""
+    out = tmp_path / "out"
+    first, second = expand(TINY, {"policy.slices": [2, 4]}, ["fairshare"], days=0.05)
+    (out / "points" / f"{second.key}.parquet").mkdir(parents=True)
+    with pytest.raises(SweepError, match=f"cannot write points/{second.key}.parquet: Is a directory"):
+        sweep("tiny", grid={"policy.slices": [2, 4]}, days=0.05, out=out, runner=echo_runner)
+    assert (out / "points" / f"{first.key}.parquet").is_file()
+    assert first.key in set(pd.read_csv(out / "results.csv")["point"])
+    assert leftovers(out) == []
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A point file whose writing fails halfway (a full disk) is a SweepError with the
+    system's reason, and its temporary file is removed."""
+    import errno
+
+    from scenarios.sweep import store
+
+    def full_disk(frame: pd.DataFrame, target: Any) -> None:
+        target.write(b"PAR1 half a file")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(store, "_to_parquet", full_disk)
+    with pytest.raises(SweepError, match=r"cannot write points/\w+\.parquet: No space left on device"):
+        sweep("tiny", grid={"policy.slices": [2]}, days=0.05, out=out, runner=echo_runner)
+    assert list((out / "points").iterdir()) == []
+
+
+def test_a_grid_value_parquet_cannot_store_is_saved_with_its_point(tmp_path: Path) -> None:
+    """A maintenance list mixing a number and text in one field runs and is saved (as its
+    JSON text), with no temporary file left behind."""
+    out = tmp_path / "out"
+    frame = sweep("tiny", grid={"maintenance": [MIXED_MAINTENANCE]}, days=0.05, out=out)
+    assert frame["error"].isna().all()
+    (saved,) = (out / "points").glob("*.parquet")
+    row = pd.read_parquet(saved).iloc[0]
+    assert json.loads(row["maintenance"]) == MIXED_MAINTENANCE
+    assert json.loads(pd.read_parquet(out / "results.parquet").loc[0, "maintenance"]) == MIXED_MAINTENANCE
+    assert leftovers(out) == []
+
+
+def test_a_rerun_gives_back_the_grid_values_parquet_cannot_store(tmp_path: Path) -> None:
+    """A rerun skips such a point and returns its grid values as given, not as stored."""
+    out = tmp_path / "out"
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    grid = {"maintenance": [MIXED_MAINTENANCE], "policy.slices": [2, 4]}
+    first = sweep("tiny", grid=grid, days=0.05, out=out, runner=echo_runner)
+    again = sweep("tiny", grid=grid, days=0.05, out=out, runner=functools.partial(counting_runner, calls=str(calls)))
+    assert os.listdir(calls) == []
+    assert list(again["maintenance"]) == [MIXED_MAINTENANCE, MIXED_MAINTENANCE]
+    pd.testing.assert_frame_equal(results(again), results(first))
+
+
+def test_a_failed_point_with_a_value_parquet_cannot_store_is_saved(tmp_path: Path) -> None:
+    """A node count written as ``[1, "a"]`` fails its own point, and that row is saved."""
+    out = tmp_path / "out"
+    key = "clusters.alpha.node_groups[0].nodes"
+    frame = sweep("tiny", grid={key: [[1, "a"]]}, days=0.05, out=out)
+    assert "clusters[0].node_groups[0].nodes" in frame.loc[0, "error"]
+    (saved,) = (out / "points").glob("*.parquet")
+    assert pd.read_parquet(saved).loc[0, "error"] == frame.loc[0, "error"]
+    assert leftovers(out) == []
+
+
+@pytest.mark.parametrize(
+    "factor",
+    [float("inf"), 1.0e308, float("nan"), -1.5, 0, 10**400],
+    ids=["inf", "1e308", "nan", "negative", "zero", "10**400"],
+)
+def test_a_scale_factor_out_of_range_fails_only_its_own_point(factor: float) -> None:
+    """An infinite, overflowing, NaN, negative or zero scale factor is the point's error
+    (naming the key), never an exception; the grid's good factor still runs."""
+    frame = sweep("tiny", grid={"clusters.alpha.scale": [factor, 1.5]}, runner=echo_runner)
+    assert "clusters.alpha.scale" in frame.loc[0, "error"]
+    assert frame.loc[1, "error"] is None
+    assert frame.loc[1, "alpha_nodes"] > 0
+
+
+def test_an_empty_out_is_refused() -> None:
+    """``out=""`` is bad input, not the current folder."""
+    with pytest.raises(SweepError, match="out: must not be empty"):
+        sweep("tiny", grid={"policy.slices": [2]}, out="", runner=echo_runner)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from planner.cli import main
@@ -66,3 +67,44 @@ def test_cli_reports_a_bad_sweep_option_with_exit_2(tmp_path: Path, capsys: pyte
     err = capsys.readouterr().err
     assert f"{path}: options.time_limit: expected a positive number, got -3" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_an_empty_out_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``out: ""`` names no folder: exit 2 naming the file and the field, nothing written
+    next to the sweep file."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text('base: tiny\ndays: 0.05\nout: ""\n')
+    assert main(["sweep", str(path), "--workers", "0", "--no-progress"]) == 2
+    assert f"{path}: out: must not be empty" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
+@pytest.mark.parametrize("name", ["results.csv", "results.parquet"])
+def test_cli_reports_an_unwritable_result_file_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """A folder in the place of a combined file: exit 2, one line naming the folder and
+    the file, no traceback."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("base: tiny\ndays: 0.05\ngrid: {policy.slices: [2, 4]}\n")
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    assert main(["sweep", str(path), "--workers", "0", "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"gpuplan: error: {out}: cannot write {name}: it is a folder"
+
+
+def test_cli_reports_a_scale_factor_that_overflows_as_a_failed_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``clusters.alpha.scale: .inf`` fails its own point (exit 1, the error in its row),
+    not the whole sweep with a traceback."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("base: tiny\ndays: 0.05\ngrid: {clusters.alpha.scale: [.inf]}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--workers", "0", "--no-progress", "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert "1 points: 1 ran, 0 already done, 1 failed." in captured.out
+    (error,) = pd.read_csv(out / "results.csv")["error"]
+    assert error == "clusters.alpha.scale: expected a positive, finite scale factor, got inf"
