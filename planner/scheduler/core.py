@@ -163,6 +163,7 @@ class Scheduler:
         self._seq = 0
         self._busy_nd = 0.0  # counted GPUs running on non-drained nodes
         self._node_busy: dict[str, float] = {n: 0.0 for n in self.cluster.nodes}
+        self._windows_on: dict[str, int] = {}  # maintenance windows open on each node
         self._last_t = start
         self.charge_every = scenario.policy.slice_length
         self._push(self.charge_every * (math.floor(start / self.charge_every) + 1), CHARGE, None)
@@ -539,6 +540,7 @@ class Scheduler:
 
     def _drain_start(self, tag: Any, names: tuple[str, ...]) -> None:
         for n in names:
+            self._windows_on[n] = self._windows_on.get(n, 0) + 1
             self._busy_nd -= self._node_busy[n] if n not in self.cluster.drained else 0.0
             self.cluster.drain(n)
         # The runs on the nodes at the drain's start: the nodes are free once all have
@@ -553,6 +555,11 @@ class Scheduler:
 
     def _drain_end(self, tag: Any, names: tuple[str, ...]) -> None:
         for n in names:
+            # A node in two windows that overlap opens only when the last one ends.
+            left = self._windows_on.get(n, 0) - 1
+            self._windows_on[n] = max(left, 0)
+            if left > 0:
+                continue
             if n in self.cluster.drained:
                 self.cluster.undrain(n)
                 self._busy_nd += self._node_busy[n]

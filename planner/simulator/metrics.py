@@ -213,7 +213,7 @@ def compute(engine: Engine) -> dict[str, Any]:
         **waits,
         "preemptions": n_preempt,
         "preempted_gpu_h": float(jobs["lost_gpu_h"].sum()),
-        "restarts_per_job": float(jobs["restarts"].sum() / len(jobs)) if len(jobs) else 0.0,
+        "restarts_per_job": float(jobs["restarts"].sum() / len(jobs)) if len(jobs) else None,
         "maintenance_drain_h": float(np.mean(drain)) if drain else None,
         "jain_index": float(x.sum() ** 2 / (len(x) * (x**2).sum())) if len(x) and (x**2).sum() > 0 else None,
         "unallocated_share": float(unalloc.sum() / total_delivered) if total_delivered > 0 else None,

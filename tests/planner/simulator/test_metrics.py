@@ -252,3 +252,24 @@ def test_waiting_demand_counts_at_the_cheapest_type_until_the_job_starts():
     demand = r.hourly.set_index("hour")["demand_gpu_h"]
     assert demand[0] == pytest.approx(8 + 16 + 8 * 3599 / 3600)
     assert demand[1] == pytest.approx(24.0)
+
+
+@pytest.mark.parametrize("policy", ["legacy", "fairshare", "mip"])
+def test_a_node_in_two_overlapping_windows_opens_when_the_last_ends(scenario, policy):
+    """Windows 0-2 h and 1-3 h on the one node: J (submitted at 0) waits until 3 h, not
+    until the first window ends at 2 h; the node is not available in hours 0-2."""
+    s = scenario(
+        [{"id": "J", "project": "a", "gpus": 8, "duration": H, "min_runtime": H}],
+        maintenance=[{"nodes": 1, "start": 0.0, "duration": 2 * H},
+                     {"nodes": 1, "start": H, "duration": 2 * H}],
+    )
+    r = simulate(s, policy, days=5 / 24, **({"time_limit": 2.0} if policy == "mip" else {}))
+    assert r.jobs.set_index("job").loc["J", "first_start"] == pytest.approx(3 * H)
+    assert check_result(s, r) == []
+    assert r.occupancy["available"].tolist()[:4] == [0.0, 0.0, 0.0, 8.0]
+
+
+def test_restarts_per_job_is_null_without_jobs(scenario):
+    """No job submitted within the horizon: restarts per job does not apply (0/0)."""
+    s = scenario([{"id": "late", "project": "a", "gpus": 8, "duration": H, "submit": 10 * H}])
+    assert simulate(s, "fairshare", days=2 / 24).summary["restarts_per_job"] is None
