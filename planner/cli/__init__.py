@@ -7,7 +7,9 @@ function; :data:`COMMAND_MODULES` lists them in the order ``--help`` shows them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -58,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.debug = debug
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # here, where a reader that went away is handled below
         return code
     except GpuplanError as exc:  # the project's own errors: bad input, unusable files
         if args.debug:
@@ -67,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuplan: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`gpuplan simulate ... | head`): what was asked
+        # for is done; stop quietly, as other command-line tools do. Python would
+        # otherwise report the pipe again when it flushes stdout at exit.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

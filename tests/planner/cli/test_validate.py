@@ -59,3 +59,16 @@ def test_debug_after_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[s
     """--debug also works after the sub-command."""
     assert main(["validate", str(tmp_path / "missing.yaml"), "--debug"]) == 2
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """stdout closed by its reader (`gpuplan ... | head`): exit 141, no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner.cli", "scenario", "show", "tiny"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has written anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err
