@@ -562,10 +562,8 @@ def _run_stage(loaded: LoadedScenario, request: Any, stage: str) -> bool:
     points = whatif.points_for(policy, request.replicates)
     cache = _results()
 
-    keys = {p: _cache_key(loaded, request, stage, p) for p in points}  # made here, read in callbacks too
-
-    def cache_key(p: whatif.Point) -> tuple[Any, ...]:
-        return keys[p]
+    # Made here, read in the callbacks too.
+    cache_key = {p: _cache_key(loaded, request, stage, p) for p in points}.__getitem__
 
     # A warm-up still waiting for an earlier one (another period, say) would run some of
     # these points a second time, beside this run: it is dropped (first, so that one

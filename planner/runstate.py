@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.errors import GpuplanError
-from models.limits import MAX_DAYS
+from models.limits import MAX_DAYS, MAX_SECONDS
 
 ORIGIN_SLACK_S = 300.0
 """How far after now a kept origin may lie (clocks of two hosts sharing a ledger)."""
@@ -55,7 +55,7 @@ class RunState:
                         f"{path}: origin: the run's start ({found.origin:.0f}) is "
                         f"{found.origin - now:.0f} s after now; delete the file to start a new run"
                     )
-                if now - found.origin > MAX_DAYS * 86400.0:
+                if now - found.origin > MAX_SECONDS:
                     raise RunStateError(
                         f"{path}: origin: the run's start ({found.origin:.0f}) is more than "
                         f"{MAX_DAYS:g} days ago; delete the file to start a new run"

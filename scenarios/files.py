@@ -12,6 +12,7 @@ import csv
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,20 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return "no such file"
     return exc.strerror or str(exc)
+
+
+def probe_writable(folder: Path) -> None:
+    """Write a file in ``folder`` and remove it, so that results that cannot be written
+    there fail before the work that makes them, not after.
+
+    Raises
+    ------
+    OSError
+        Why not (the folder is read-only, full, or not a folder).
+    """
+    fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_readable_file(file: Path, limit: int, what: str = "") -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from planner.cli.errors import UsageError
 from planner.cli.options import require_positive
 from planner.cli.table import format_table
 from scenarios import load_scenario
+from scenarios.files import probe_writable
 
 POLICIES = ("legacy", "fairshare", "mip")
 
@@ -186,10 +186,8 @@ def prepare_out(out: Path) -> None:
     for name in OUT_FILES:
         if (out / name).is_dir():
             raise UsageError(f"--out: cannot write {out / name}: it is a directory")
-    probe = out / f".gpuplan-write-check-{os.getpid()}"
     try:
-        probe.write_text("")
-        probe.unlink()
+        probe_writable(out)
     except OSError as exc:
         raise UsageError(f"--out: cannot write in {out}: {exc.strerror or exc}") from None
 

@@ -3,6 +3,7 @@ loop that hands each finished point back as it completes."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import importlib
 import logging
@@ -106,13 +107,13 @@ def run_on_dask(
     # ran them in an order of its own (the pair given first came in last in 2 of 3
     # what-ifs). So only as many go out as the workers have threads, and the next goes
     # as one ends.
-    waiting = list(tasks)
+    waiting = collections.deque(tasks)
     futures: dict[Any, PointTask] = {}
 
     def submit_more() -> None:
         slots = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
         while waiting and len(pending) < slots:
-            task = waiting.pop(0)
+            task = waiting.popleft()
             future = client.submit(
                 _run_with_base,
                 bases[id(task.base)],

@@ -7,11 +7,11 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scenarios.files import probe_writable
 from scenarios.sweep.errors import (
     ELAPSED_COLUMN,
     ERROR_COLUMN,
@@ -52,9 +52,7 @@ class PointStore:
         """Fail now, not after hours of points, if the results cannot be written."""
         for folder in (self.dir, self.points_dir):
             try:
-                fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
-                os.close(fd)
-                os.unlink(probe)
+                probe_writable(folder)
             except OSError as exc:
                 raise SweepError(folder, f"cannot write in this folder: {_reason(exc)}") from None
         for name in COMBINED:
