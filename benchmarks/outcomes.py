@@ -9,10 +9,13 @@ good as ``fairshare`` beyond noise:
 - ``gang-heavy``: a generated 256-GPU institute (two clusters, H100 and B200) where about
   half the GPU demand is in 64-256-GPU gangs, one replicate per generator seed;
 - ``bursty-debug``: a generated 128-GPU cluster kept full of batch work, with bursts of 30
-  debug jobs every 3 hours, one replicate per generator seed.
+  debug jobs every 3 hours, one replicate per generator seed;
+- ``maintenance-heavy``: gang-heavy's 256-GPU institute with generated work as it comes
+  and a repair every 4 hours (2 nodes for 1-3 h), one replicate per generator seed.
 
 Metrics: delivered over owed, worst project, occupancy, wait p50 and p90 per class
-(debug, batch, large), preemptions, restarts per job, preempted GPU-hours. Higher is
+(debug, batch, large), preemptions, restarts per job, preempted GPU-hours, maintenance
+drain hours (only where the family has maintenance). Higher is
 better for the first three, lower for the rest. Replicates are paired (the same
 workload under each policy): a metric is ``yes`` when the median of mip's paired
 differences from fairshare is no worse, ``noise`` when the
@@ -50,6 +53,7 @@ from models import (  # noqa: E402
     Cluster,
     GenerateSpec,
     Job,
+    Maintenance,
     NodeGroup,
     OrgUnit,
     Policy,
@@ -66,7 +70,7 @@ HIGHER = ("delivered_over_owed", "worst_project", "occupancy")
 METRICS = (
     "delivered_over_owed", "worst_project", "occupancy",
     "debug_p50_s", "debug_p90_s", "batch_p50_s", "batch_p90_s", "large_p50_s", "large_p90_s",
-    "preemptions", "restarts_per_job", "preempted_gpu_h",
+    "preemptions", "restarts_per_job", "preempted_gpu_h", "maintenance_drain_h",
 )
 JITTER_S = 300.0
 
@@ -136,11 +140,32 @@ def bursty_debug(seed: int) -> Scenario:
     return base.model_copy(update={"workloads": Workloads(jobs=tuple(jobs))})
 
 
+def maintenance_heavy(seed: int) -> Scenario:
+    """256 GPUs of generated work (as gang-heavy's institute, gangs as generated), with a
+    repair every 4 h: 2 nodes of one cluster drained for 1-3 h, at seeded times."""
+    rng = np.random.default_rng(2000 + seed)
+    windows = tuple(
+        Maintenance(cluster=("alpha", "beta")[k % 2], nodes=2,
+                    start=round(k * 4 * 3600.0 + rng.uniform(1800, 3 * 3600.0)),
+                    duration=float(rng.choice([3600.0, 7200.0, 10800.0])))
+        for k in range(12)
+    )
+    base = Scenario(
+        name="maintenance-heavy",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=16),)),
+                  Cluster(name="beta", node_groups=(NodeGroup(gpu_type="B200", nodes=16),))),
+        org=_org(12), policy=Policy(epoch=3600.0, slices=4), maintenance=windows,
+    )
+    jobs = generate_jobs(base, GenerateSpec(seed=seed, days=2, load=0.95, users=40, backlog=12 * 3600.0))
+    return base.model_copy(update={"workloads": Workloads(jobs=tuple(jobs))})
+
+
 FAMILIES: dict[str, Callable[[int], Scenario]] = {
     "philly-week": lambda seed: jittered(_mip_policy(load_scenario("philly-week")), seed),
     "ai2-like": lambda seed: jittered(_mip_policy(load_scenario("ai2-like")), seed),
     "gang-heavy": lambda seed: gang_heavy(seed + 1),
     "bursty-debug": lambda seed: bursty_debug(seed + 1),
+    "maintenance-heavy": lambda seed: maintenance_heavy(seed + 1),
 }
 GENERATED_DAYS = 2.0
 
@@ -156,6 +181,7 @@ def figures(summary: dict[str, Any]) -> dict[str, float | None]:
         "preemptions": float(summary["preemptions"]),
         "restarts_per_job": summary["restarts_per_job"],
         "preempted_gpu_h": summary["preempted_gpu_h"],
+        "maintenance_drain_h": summary.get("maintenance_drain_h"),
     }
 
 
@@ -238,7 +264,7 @@ def main() -> int:
           f"{os.cpu_count()} cores (shared; timings noisy)", flush=True)
     everything: dict[str, Any] = {}
     for name in names:
-        days = GENERATED_DAYS if name in ("gang-heavy", "bursty-debug") else args.days
+        days = args.days if name in ("philly-week", "ai2-like") else GENERATED_DAYS
         runs: dict[str, list[dict[str, float | None]]] = {pol: [] for pol in POLICIES}
         seconds: dict[str, list[float]] = {pol: [] for pol in POLICIES}
         for rep in range(args.replicates):

@@ -18,6 +18,10 @@ class Policy(Input):
     max_min_runtime: Duration = 8 * 3600.0
     urgent_charge: Number = Field(default=2.0, ge=1.0, le=MAX_URGENT_CHARGE)
     restart_overhead: Duration = 120.0
+    #: A start whose contract would still protect it when its node's announced
+    #: maintenance window opens takes other nodes, or waits (so drains never wait on a
+    #: contract started in view of the window). Off: such starts go ahead, as in legacy.
+    maintenance_fence: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> Policy:

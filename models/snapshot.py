@@ -22,12 +22,15 @@ class NodeState(Frozen):
     """A node and its maintenance window, if one overlaps the epoch.
 
     From ``drain_start`` to ``drain_end`` the node takes no new work, and the work on it
-    moves off as contracts allow.
+    moves off as contracts allow. ``next_drain`` is the start of the node's next window
+    after the epoch, if any: a start whose contract would still hold then keeps off the
+    node, so that the drain does not wait for it.
     """
 
     node: Node
     drain_start: float | None = None
     drain_end: float | None = None
+    next_drain: float | None = None
 
     def drained_at(self, t: float) -> bool:
         return (

@@ -15,6 +15,14 @@ def nodes_needed(gpus: int, gpus_per_node: int) -> int:
     return 1 if gpus <= gpus_per_node else math.ceil(gpus / gpus_per_node)
 
 
+def holds_up_drain(window_start: float, start: float, contract: float) -> bool:
+    """Whether a run started at ``start`` whose contract protects it for ``contract``
+    seconds would still be protected when its node's maintenance window opens at
+    ``window_start``: the drain would wait for the contract, so such a start is refused
+    (the scheduler between plans and the plan's placement follow this one rule)."""
+    return start < window_start < start + contract
+
+
 def place_gang(
     free: Mapping[str, int],
     size: Mapping[str, int],

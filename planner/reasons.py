@@ -28,7 +28,10 @@ REASON_SENTENCES: dict[PendingReason, str] = {
     PendingReason.NO_GANG_HOLE: "enough GPUs are free in all, but not on enough whole nodes at once for its job",
     PendingReason.BUDGET_EXHAUSTED: "its project has used its budget, so it waits for idle GPUs",
     PendingReason.FAIR_SHARE_RANK: "other projects that got less than their share went first",
-    PendingReason.MAINTENANCE: "the only nodes it fits on are down for maintenance",
+    PendingReason.MAINTENANCE: (
+        "the only nodes it fits on are down for maintenance, or go down before its "
+        "minimum runtime would end"
+    ),
     PendingReason.CONTRACTS: "the GPUs are busy with jobs that may not be stopped yet (minimum runtime)",
     PendingReason.PRIORITY: "more urgent work of its own project went first",
 }

@@ -42,7 +42,8 @@ def maintenance_windows(scenario: Scenario) -> dict[str, list[tuple[float, float
 
 
 def node_states(scenario: Scenario, start: float, end: float) -> tuple[NodeState, ...]:
-    """Every node, with the maintenance window that overlaps ``[start, end)`` if any.
+    """Every node, with the maintenance window that overlaps ``[start, end)`` if any,
+    and the start of its next window after ``end``.
 
     When several windows of a node overlap the epoch, the node is drained from the
     first one's start to the last one's end (a node state holds one window).
@@ -50,17 +51,20 @@ def node_states(scenario: Scenario, start: float, end: float) -> tuple[NodeState
     windows = maintenance_windows(scenario)
     out: list[NodeState] = []
     for node in scenario.nodes:
-        hits = [(s, e) for s, e in windows.get(node.name, []) if s < end and e > start]
+        spans = windows.get(node.name, [])
+        hits = [(s, e) for s, e in spans if s < end and e > start]
+        later = min((s for s, _ in spans if s >= end), default=None)
         if hits:
             out.append(
                 NodeState(
                     node=node,
                     drain_start=min(s for s, _ in hits),
                     drain_end=max(e for _, e in hits),
+                    next_drain=later,
                 )
             )
         else:
-            out.append(NodeState(node=node))
+            out.append(NodeState(node=node, next_drain=later))
     return tuple(out)
 
 

@@ -25,7 +25,7 @@ from models import (
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
 from planner.mip.objective import SEGMENT_ENDS, WORK_BONUS, free_marginal, segment_slopes
-from planner.placement import place_gang
+from planner.placement import holds_up_drain, place_gang
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,12 @@ class Board:
         self.work[job.project] = self.work.get(job.project, 0) + span * self.epoch.work_q(job.gpus, pool)
 
     def place(
-        self, pool: SubPool, gpus: int, first: int, last: int, prefer: tuple[str, ...]
+        self, pool: SubPool, gpus: int, first: int, last: int, prefer: tuple[str, ...],
+        contract: float = 0.0,
     ) -> tuple[str, ...] | None:
-        """Nodes open and free enough in every slice of ``first .. last-1``.
+        """Nodes open and free enough in every slice of ``first .. last-1``, and none
+        whose maintenance opens while a contract of ``contract`` seconds from the start of
+        slice ``first`` would hold.
 
         Without nodes of its own to return to, a small gang prefers nodes that stay in
         use to the epoch's end, so nodes about to empty stay whole for large gangs.
@@ -121,6 +124,8 @@ class Board:
         # nodes of a multi-node one (the first slice rules most nodes out cheaply).
         need = min(gpus, pool.gpus_per_node)
         drained = any(pool.drained[k] for k in range(first, last))
+        t0 = self.epoch.slice_start(first)
+        fence = pool.drain_next if contract > 0 else {}
         for n in pool.nodes:
             slots = self.free[n]
             if slots[first] < need:
@@ -129,6 +134,8 @@ class Board:
             if window < need:
                 continue
             if drained and any(n in pool.drained[k] for k in range(first, last)):
+                continue
+            if fence and n in fence and holds_up_drain(fence[n], t0, contract):
                 continue
             free[n] = window
         if not prefer and 2 * gpus <= pool.gpus_per_node:
@@ -255,7 +262,8 @@ def place_in_order(
     for s in order:
         pool = epoch.pools[s.pool]
         last = s.slice + length[s.state.job.id]
-        nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()))
+        nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()),
+                            s.state.job.min_runtime)
         if nodes is None:
             dropped.add(s.state.job.id)
             continue
@@ -508,7 +516,7 @@ def _try_start(
             if board.pool_free(pool, first) < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
-            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()))
+            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()), job.min_runtime)
             if nodes is None:
                 continue
             run = Run(st, p, first, last, nodes, False)

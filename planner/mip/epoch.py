@@ -34,6 +34,9 @@ class SubPool:
     nodes: list[str]
     #: Per slice, the nodes that may not take new work (a maintenance window overlaps it).
     drained: list[frozenset[str]]
+    #: Per node with one, when its next maintenance window opens after the epoch's start
+    #: (:func:`planner.placement.holds_up_drain` keeps contracts from running into it).
+    drain_next: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate_q(self) -> int:
@@ -225,11 +228,16 @@ def build_epoch(snapshot: Snapshot) -> Epoch:
 def _sub_pools(snapshot: Snapshot, start: float, slice_len: float, slices: int) -> list[SubPool]:
     groups: dict[tuple[str, str, int], list[str]] = {}
     drained: dict[tuple[str, str, int], list[set[str]]] = {}
+    drain_next: dict[tuple[str, str, int], dict[str, float]] = {}
     for ns in snapshot.nodes:
         n = ns.node
         key = (n.cluster, n.gpu_type, n.gpus)
         groups.setdefault(key, []).append(n.name)
         per_slice = drained.setdefault(key, [set() for _ in range(slices)])
+        opens = [t for t in (ns.drain_start, ns.next_drain) if t is not None and t > start
+                 and snapshot.policy.maintenance_fence]
+        if opens:
+            drain_next.setdefault(key, {})[n.name] = min(opens)
         if ns.drain_start is None:
             continue
         for k in range(slices):
@@ -249,6 +257,7 @@ def _sub_pools(snapshot: Snapshot, start: float, slice_len: float, slices: int) 
                 rate=rate,
                 nodes=groups[key],
                 drained=[frozenset(d) for d in drained[key]],
+                drain_next=drain_next.get(key, {}),
             )
         )
     return out

@@ -17,6 +17,7 @@ from models import JobState, Pending, PendingReason, Plan, Snapshot
 from planner.mip.assemble import Board, Run
 from planner.mip.epoch import Epoch, SubPool
 from planner.mip.objective import project_weight
+from planner.placement import holds_up_drain
 
 
 def pending_reasons(
@@ -41,11 +42,19 @@ def pending_reasons(
     split: dict[tuple[int, int, str], _Holders] = {}
     for c in epoch.classes:
         pools = [epoch.pools[p] for p in c.pools]
-        # Members of a class share every field the reason depends on: work it out once.
-        key = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
+        # Members of a class share every field the reason depends on: work it out once
+        # (near a maintenance window, the contract too).
+        key: tuple[object, ...] = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
+        fence = any(p.drain_next for p in pools)
         shared: Pending | None = known.get(key)
         for st in c.jobs:
             if st.job.id in placed:
+                continue
+            if fence:
+                key = (*key[:6], st.job.min_runtime)
+                shared = known.get(key)
+            if st.job.id in dropped and fence and _fenced_out(epoch, board, st, pools):
+                out.append(_maintenance_ahead(board, st, pools))
                 continue
             if st.job.id in dropped:
                 where = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
@@ -65,6 +74,42 @@ def pending_reasons(
             else:
                 out.append(Pending(job=st.job.id, reason=shared.reason, detail=shared.detail))
     return out
+
+
+def _fenced_out(epoch: Epoch, board: Board, st: JobState, pools: list[SubPool]) -> bool:
+    """Whether GPUs enough for ``st``'s gang are free in some slice, but in every such
+    slice only on nodes whose maintenance opens within its contract."""
+    job = st.job
+    if job.min_runtime <= 0 or not any(p.drain_next for p in pools):
+        return False
+    fits = [(p, k) for p in pools for k in range(epoch.slices)
+            if board.pool_free(p, k) >= p.taken(job.gpus)]
+    return bool(fits) and all(
+        _unfenced_free(epoch, board, p, k, job.min_runtime) < p.taken(job.gpus) for p, k in fits
+    )
+
+
+def _maintenance_ahead(board: Board, st: JobState, pools: list[SubPool]) -> Pending:
+    job = st.job
+    names = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
+    most = max(board.pool_free(p, 0) for p in pools)
+    return Pending(
+        job=job.id,
+        reason=PendingReason.MAINTENANCE,
+        detail=f"needs {job.gpus} GPUs; {most} are free on {names}, but on nodes whose "
+        f"maintenance starts before its minimum runtime of {job.min_runtime / 3600:g} h "
+        f"would end",
+    )
+
+
+def _unfenced_free(epoch: Epoch, board: Board, pool: SubPool, k: int, contract: float) -> int:
+    """Free GPUs of ``pool`` in slice ``k`` on nodes a start with ``contract`` may take
+    (:func:`planner.placement.holds_up_drain`)."""
+    t0 = epoch.slice_start(k)
+    return sum(
+        board.free[n][k] for n in pool.nodes
+        if n not in pool.drain_next or not holds_up_drain(pool.drain_next[n], t0, contract)
+    )
 
 
 def _contract_held(epoch: Epoch) -> dict[tuple[int, int], int]:
@@ -112,6 +157,8 @@ def _reason(
             f"no allowed pool ({names}) has that many open",
         )
     free_best = max(board.pool_free(p, k) for p, k in open_fit)
+    if _fenced_out(epoch, board, st, pools):
+        return _maintenance_ahead(board, st, pools)
     if any(board.pool_free(p, k) >= p.taken(job.gpus) for p, k in open_fit):
         return Pending(
             job=job.id,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -36,9 +36,9 @@ from models import Job, JobState, Plan, Pool, ProjectStanding, Scenario, Snapsho
 from planner.budgets import UsageMeter
 from planner.fairshare import job_rate, org_at, standings, water_fill, window_ratios
 from planner.ledger import Ledger
-from planner.placement import nodes_needed, per_node_gpus, place_gang
+from planner.placement import holds_up_drain, nodes_needed, per_node_gpus, place_gang
 from planner.scheduler.state import ClusterState, JobRun, PoolState, wait_class
-from planner.snapshot import build_snapshot, maintenance_nodes
+from planner.snapshot import build_snapshot, maintenance_nodes, maintenance_windows
 
 # Event kinds, in the order they are applied at one instant: free GPUs first.
 FINISH, DRAIN_END, DRAIN_START, CONTRACT, SUBMIT, CHARGE, WAKE = range(7)
@@ -164,6 +164,12 @@ class Scheduler:
         self._busy_nd = 0.0  # counted GPUs running on non-drained nodes
         self._node_busy: dict[str, float] = {n: 0.0 for n in self.cluster.nodes}
         self._windows_on: dict[str, int] = {}  # maintenance windows open on each node
+        # Every maintenance window's start and node, in time order (for :meth:`fenced`).
+        self._window_starts = sorted(
+            (s, n) for n, spans in maintenance_windows(scenario).items() for s, _ in spans
+        )
+        self._fence_at = 0  # the first of them not yet opened
+        self._fence: tuple[float, float, frozenset[str]] = (math.nan, math.nan, frozenset())
         self._last_t = start
         self.charge_every = scenario.policy.slice_length
         self._push(self.charge_every * (math.floor(start / self.charge_every) + 1), CHARGE, None)
@@ -194,6 +200,37 @@ class Scheduler:
     def past_contract(self, run: JobRun) -> bool:
         """Whether the running job's minimum runtime has passed (it may be moved off)."""
         return self.now >= run.contract_end
+
+    def fenced(self, contract: float) -> frozenset[str]:
+        """Nodes a start protected for ``contract`` seconds may not take now: their
+        maintenance window opens before the contract would end
+        (:func:`planner.placement.holds_up_drain`), and the drain would wait for it."""
+        starts = self._window_starts
+        i = self._fence_at
+        while i < len(starts) and starts[i][0] <= self.now:
+            i += 1
+        self._fence_at = i
+        if (contract <= 0 or i == len(starts) or starts[i][0] >= self.now + contract
+                or not self.scenario.policy.maintenance_fence):
+            return frozenset()  # the common case: no window opens within the contract
+        now, upto, found = self._fence
+        if now != self.now or upto != contract:
+            names = set()
+            for s, n in starts[i:]:
+                if not holds_up_drain(s, self.now, contract):
+                    break  # in time order: every later window opens after the contract
+                names.add(n)
+            found = frozenset(names)
+            self._fence = (self.now, contract, found)
+        return found
+
+    def open_free(self, ps: PoolState, contract: float) -> Mapping[str, int]:
+        """The pool's free GPUs that a start protected for ``contract`` seconds may take
+        now (``ps.open_free`` less :meth:`fenced` nodes)."""
+        fenced = self.fenced(contract)
+        if not fenced:
+            return ps.open_free
+        return {n: f for n, f in ps.open_free.items() if n not in fenced}
 
     # -- fair share: the one place standings and owed shares are computed ----------------
 
@@ -607,16 +644,22 @@ def candidate_pools(engine: Scheduler, job: Job) -> Iterator[tuple[Pool, PoolSta
 
 
 def try_place(
-    engine: Scheduler, run: JobRun, prefer: tuple[str, ...] = ()
+    engine: Scheduler, run: JobRun, prefer: tuple[str, ...] = (), contract: float = 0.0
 ) -> tuple[Pool, tuple[str, ...]] | None:
-    """Nodes for ``run`` in the first allowed pool with a hole of its shape, or ``None``."""
+    """Nodes for ``run`` in the first allowed pool with a hole of its shape, or ``None``.
+
+    A start that will be protected for ``contract`` seconds keeps off nodes whose
+    maintenance opens before then (:meth:`Scheduler.fenced`).
+    """
     job = run.job
     gpus = job.gpus
     cl = engine.cluster
+    fenced = engine.fenced(contract)
     # Whether a hole exists depends on the shape and the free GPUs alone (``prefer`` only
     # picks among holes): a pass asks again for the same shape (for the next project,
     # funded then unallocated) while nothing changed, and gets the same no; on pools of
-    # one node size, so does a bigger gang.
+    # one node size, so does a bigger gang. A fence only takes holes away, so the memo
+    # holds under one, but a fenced search does not write it.
     key = (job.gpu_types, job.clusters)
     memo = cl.no_hole.get(key)
     if memo is not None and memo[0] == cl.version and (
@@ -625,9 +668,14 @@ def try_place(
         return None
     for pool, ps, max_size in cl.allowed_pools(job):  # candidate_pools, inlined
         if ps.can_fit(gpus, max_size):
-            nodes = place_gang(ps.open_free, ps.size, gpus, prefer)
+            free = ps.open_free
+            if fenced:
+                free = {n: f for n, f in free.items() if n not in fenced}
+            nodes = place_gang(free, ps.size, gpus, prefer)
             if nodes is not None:
                 return pool, nodes
+    if fenced:
+        return None
     if memo is None or memo[0] != cl.version or gpus < memo[1]:
         cl.no_hole[key] = (cl.version, gpus)
     return None

@@ -114,13 +114,16 @@ class FairSharePolicy:
 
     def _try(self, run: JobRun, allow_preempt: bool) -> bool:
         e = self.engine
-        placed = try_place(e, run)
+        # Every run with a minimum runtime is protected for it here (funded or not).
+        contract = run.job.min_runtime
+        placed = try_place(e, run, contract=contract)
         if placed is None and allow_preempt and run.job.allocated and e.preemptible_gpus > 0:
-            found = self.victims.find(run, self.ratio[run.job.project])
+            found = self.victims.find(run, self.ratio[run.job.project],
+                                      exclude=e.fenced(contract))
             if found is not None:
                 for v in found[1]:
                     e.preempt(v, f"fair share: {run.job.id} ({run.job.project})")
-                placed = try_place(e, run)
+                placed = try_place(e, run, contract=contract)
         if placed is None:
             return False
         e.start(run, *placed, charged=run.job.allocated,

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
@@ -321,10 +321,13 @@ class MipPolicy:
         nodes = tuple(a.nodes)
         size = cl.nodes[nodes[0]].size if nodes and nodes[0] in cl.nodes else 0
         per_node = per_node_gpus(run.job.gpus, nodes, size)
+        contract = _contract(run, a.charged)
+        fenced = e.fenced(contract)
         ok = bool(nodes) and all(
-            n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
+            n in cl.nodes and n not in cl.drained and n not in fenced and cl.free[n] >= per_node
+            for n in nodes
         )
-        if not ok:
+        if not ok and not any(n in fenced for n in nodes):
             # Make room from backfilled work the plan did not know about.
             blockers = {i for n in nodes if n in cl.jobs_on for i in cl.jobs_on[n]}
             # Only backfilled work the plan does not run in this slice: a planned job
@@ -335,7 +338,7 @@ class MipPolicy:
             # anyone: the plan cannot move running work, so it often puts a gang on the
             # nodes of work it stops while whole nodes idle elsewhere (measured on
             # ai2-like: 86% of the plan's preemptions, the victim back minutes later).
-            idle = self._idle_hole(run, ps) if movable and self.lazy_stops else None
+            idle = self._idle_hole(run, ps, contract) if movable and self.lazy_stops else None
             if idle is not None:
                 nodes, ok = idle, True
             elif movable and all(self._may_preempt(v, for_plan=True) for v in movable):
@@ -345,7 +348,7 @@ class MipPolicy:
                     n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
                 )
         if not ok:
-            free = ps.open_free
+            free = e.open_free(ps, contract)
             if self.held:
                 free = {n: f for n, f in free.items() if n not in self.held}
             alt = place_gang(free, ps.size, run.job.gpus, prefer=nodes)
@@ -372,11 +375,12 @@ class MipPolicy:
             return sum(r.gpus for r in rs if r.at < before and r.funded and r.gang)
         return 0
 
-    def _idle_hole(self, run: JobRun, ps: Any) -> tuple[str, ...] | None:
+    def _idle_hole(self, run: JobRun, ps: Any, contract: float) -> tuple[str, ...] | None:
         """Nodes of ``ps`` off held nodes where ``run`` fits on GPUs idle now that no other
         planned start of this epoch needs (this start's own reservation, on its planned
         nodes, counts too: conservative)."""
-        free = {n: f for n, f in ps.open_free.items() if n not in self.held}
+        free = {n: f for n, f in self.engine.open_free(ps, contract).items()
+                if n not in self.held}
         return place_gang(self._unreserved(free, run, until=math.inf), ps.size, run.job.gpus)
 
     def _current_slice(self) -> int:
@@ -401,7 +405,11 @@ class MipPolicy:
             if run is None or run.status != "queued" or a.job in self.want:
                 continue
             nodes = tuple(a.nodes)
-            if not nodes or any(n not in cl.nodes or n in cl.drained or n in self.held for n in nodes):
+            fenced = e.fenced(_contract(run, a.charged))
+            if not nodes or any(
+                n not in cl.nodes or n in cl.drained or n in self.held or n in fenced
+                for n in nodes
+            ):
                 continue
             per_node = per_node_gpus(run.job.gpus, nodes, cl.nodes[nodes[0]].size)
             if all(cl.free[n] - self._reserved_gpus(n, at) >= per_node for n in nodes):
@@ -490,8 +498,9 @@ class MipPolicy:
             if job.gpus <= size or job.gpus % size:
                 continue  # single-node or ragged gangs: the plan places those
             need = job.gpus // size
-            names = [n for n, info in cl.nodes.items() if info.pool == pool
-                     and n not in cl.drained and n not in self.held and info.size == size]
+            fenced = e.fenced(_contract(run, job.allocated))
+            names = [n for n, info in cl.nodes.items() if info.pool == pool and n not in cl.drained
+                     and n not in self.held and n not in fenced and info.size == size]
             cap = int(self.hold_fraction * len(names)) - held_in.get(pool, 0)
             if need > cap:
                 continue
@@ -515,7 +524,9 @@ class MipPolicy:
             if run.status != "queued":
                 del self.holds[i]
                 continue
-            if all(cl.free[n] == cl.nodes[n].size and n not in cl.drained for n in nodes):
+            fenced = e.fenced(_contract(run, run.job.allocated))
+            if all(cl.free[n] == cl.nodes[n].size and n not in cl.drained and n not in fenced
+                   for n in nodes):
                 del self.holds[i]
                 e.start(run, pool, nodes, charged=run.job.allocated,
                         detail=("charged" if run.job.allocated else "unallocated") + " held hole")
@@ -571,7 +582,9 @@ class MipPolicy:
         never evicting work restarted less than a slice ago; the victims leave this
         slice's plan (the next plan decides when they run again)."""
         e = self.engine
-        found = self.victims.find(run, threshold, exclude=self.held, spare=spare or self._young)
+        fenced = e.fenced(_contract(run, run.job.allocated))
+        found = self.victims.find(run, threshold, exclude=self.held | fenced if fenced else self.held,
+                                  spare=spare or self._young)
         if found is None:
             return False
         freed = tuple(n for v in found[1] for n in v.nodes)
@@ -589,8 +602,10 @@ class MipPolicy:
         self, run: JobRun, prefer: tuple[str, ...] = ()
     ) -> tuple[Pool, tuple[str, ...]] | None:
         """A hole for ``run`` off held nodes, on the ``prefer`` nodes when they fit."""
-        for pool, ps in candidate_pools(self.engine, run.job):
-            free = {n: f for n, f in ps.open_free.items() if n not in self.held}
+        e = self.engine
+        contract = _contract(run, run.job.allocated)
+        for pool, ps in candidate_pools(e, run.job):
+            free = {n: f for n, f in e.open_free(ps, contract).items() if n not in self.held}
             nodes = place_gang(free, ps.size, run.job.gpus, prefer)
             if nodes is not None:
                 return pool, nodes
@@ -700,7 +715,7 @@ class MipPolicy:
             self._funded_lane()
 
     def _unreserved(
-        self, free: dict[str, int], run: JobRun, keeps: FastLaneKeeps | None = None,
+        self, free: Mapping[str, int], run: JobRun, keeps: FastLaneKeeps | None = None,
         until: float | None = None,
     ) -> dict[str, int]:
         """Free GPUs ``run`` may backfill: those no planned start needs before the plan
@@ -748,7 +763,7 @@ class MipPolicy:
             passes = ("funded",) if self.fast_lane_keeps == "funded" else ("funded", self.fast_lane_keeps)
         for keeps in passes:
             for pool, ps in candidate_pools(e, job):
-                free = ps.open_free
+                free = e.open_free(ps, _contract(run, job.allocated))
                 if self.held:
                     free = {n: f for n, f in free.items() if n not in self.held}
                 if self.reserved:
@@ -761,6 +776,12 @@ class MipPolicy:
             if not self.reserved:
                 break
         return False
+
+
+def _contract(run: JobRun, charged: bool) -> float:
+    """Seconds a start of ``run`` is protected for: its minimum runtime when charged
+    (here unallocated work may be preempted at any time)."""
+    return run.job.min_runtime if charged and run.job.allocated else 0.0
 
 
 def _planned_detail(a: Any, run: JobRun) -> str:

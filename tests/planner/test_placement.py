@@ -1,4 +1,6 @@
-from planner.placement import gpus_taken, nodes_needed, per_node_gpus, place_gang
+import pytest
+
+from planner.placement import gpus_taken, holds_up_drain, nodes_needed, per_node_gpus, place_gang
 
 SIZE = {"a": 8, "b": 8, "c": 8}
 
@@ -34,3 +36,14 @@ def test_gpus_taken_rounds_multi_node_up() -> None:
 def test_a_gang_takes_its_gpus_on_one_node_and_whole_nodes_on_several() -> None:
     assert per_node_gpus(3, ("n0",), 8) == 3
     assert per_node_gpus(12, ("n0", "n1"), 8) == 8
+
+
+@pytest.mark.parametrize(
+    ("window", "contract", "held_up"),
+    [(3600.0, 7200.0, True), (3700.0, 3600.0, False), (100.0, 7200.0, False),
+     (7199.0, 7200.0, True), (3600.0, 0.0, False)],
+)
+def test_a_start_holds_a_drain_up_only_while_its_contract_would_run(window, contract, held_up):
+    """Started at 100 s: a window opening after the start and before the contract's end
+    would wait for it; one that is open already, or opens as the contract ends, not."""
+    assert holds_up_drain(window, 100.0, contract) is held_up

@@ -73,7 +73,10 @@ def test_budget_line_names_the_project_and_its_headroom() -> None:
 def test_maintenance_line_counts_drained_nodes() -> None:
     """A maintenance wait counts the drained nodes."""
     line = reasons.waiting(PendingReason.MAINTENANCE, WaitFacts(drained_nodes=2))
-    assert line == "waiting for maintenance: the only nodes it fits on are down for maintenance (2 nodes drained)"
+    assert line == (
+        "waiting for maintenance: the only nodes it fits on are down for maintenance, or go "
+        "down before its minimum runtime would end (2 nodes drained)"
+    )
 
 
 def test_priority_line_counts_the_jobs_of_its_own_project() -> None:

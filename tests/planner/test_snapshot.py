@@ -63,3 +63,13 @@ def test_build_snapshot_keeps_given_states_and_standing(tiny) -> None:  # type: 
     assert snap.standing == standing
     assert snap.policy == tiny.policy
     assert len(snap.nodes) == len(tiny.nodes)
+
+
+def test_a_node_knows_its_next_window_after_the_epoch(tiny) -> None:  # type: ignore[no-untyped-def]
+    """Before the epoch that meets the window, the node carries only when it opens."""
+    nodes = {n.node.name: n for n in node_states(tiny, 0.0, 3600.0)}
+    assert nodes["alpha-h100-003"].next_drain == 7200.0
+    assert nodes["alpha-h100-003"].drain_start is None
+    assert nodes["alpha-h100-002"].next_drain is None
+    during = {n.node.name: n for n in node_states(tiny, 7200.0, 10800.0)}
+    assert during["alpha-h100-003"].next_drain is None

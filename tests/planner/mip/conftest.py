@@ -53,8 +53,10 @@ class SnapBuilder:
         gpus_per_node: int = 8,
         drain: tuple[float, float] | None = None,
         drained: int = 0,
+        next_drain: float | None = None,
     ) -> SnapBuilder:
-        """Add ``nodes`` nodes; the last ``drained`` of them drain over ``drain``."""
+        """Add ``nodes`` nodes; the last ``drained`` of them drain over ``drain``, or
+        (``next_drain``) have their next window open then, after the epoch."""
         for i in range(nodes):
             node = Node(
                 name=f"{cluster}-{gpu_type.lower()}-{i:03d}",
@@ -64,6 +66,8 @@ class SnapBuilder:
             )
             if drain is not None and i >= nodes - drained:
                 self.nodes.append(NodeState(node=node, drain_start=drain[0], drain_end=drain[1]))
+            elif next_drain is not None and i >= nodes - drained:
+                self.nodes.append(NodeState(node=node, next_drain=next_drain))
             else:
                 self.nodes.append(NodeState(node=node))
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from models import PendingReason
 from planner.mip import plan_epoch
 
 from .conftest import SnapBuilder
@@ -64,3 +65,23 @@ def test_no_new_work_on_drained_nodes() -> None:
         for a in s.assignments:
             assert a.nodes == ("c-h100-000",)
     assert {p.job for p in plan.pending} == {"a2"}
+
+
+def test_no_contract_is_planned_into_a_window_after_the_epoch() -> None:
+    """Node 001's next window opens at 4,000 s, after the epoch. Two 8-GPU jobs with 2 h
+    contracts: a start there in any slice would still be protected then, so the plan
+    runs one job, on node 000. A 15 min contract may use node 001 in the first slices
+    (a start at 0 s ends its contract at 900 s)."""
+    base = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
+    plan = plan_epoch(base.queued("q1", min_runtime=7200.0).queued("q2", min_runtime=7200.0)
+                      .build())
+    placed = {a.job: a.nodes for s in plan.slices for a in s.assignments}
+    assert list(placed.values()) == [("c-h100-000",)]
+    (waiting,) = plan.pending
+    assert waiting.reason is PendingReason.MAINTENANCE
+    assert "before its minimum runtime of 2 h would end" in waiting.detail
+    short = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
+    plan = plan_epoch(short.queued("q1", min_runtime=7200.0).queued("q2", min_runtime=900.0)
+                      .build())
+    placed = {a.job: a.nodes for s in plan.slices for a in s.assignments}
+    assert placed == {"q1": ("c-h100-000",), "q2": ("c-h100-001",)}

@@ -7,8 +7,21 @@ from typing import Any
 
 import pytest
 
-from models import Cluster, GenerateSpec, Job, NodeGroup, OrgUnit, Policy, Scenario, Workloads
+from models import (
+    Cluster,
+    GenerateSpec,
+    Job,
+    Maintenance,
+    NodeGroup,
+    OrgUnit,
+    PendingReason,
+    Policy,
+    Scenario,
+    SchedulerCounters,
+    Workloads,
+)
 from planner.scheduler import FINISH, SUBMIT, Event, Scheduler, make_policy, try_place
+from planner.scheduler.status import live_status
 from planner.simulator.engine import Engine
 
 #: The ``on_a_grid`` fixture (``conftest.py``): work on a 5-minute grid.
@@ -89,6 +102,45 @@ def test_try_place_on_mixed_node_sizes_asks_again_for_a_bigger_gang() -> None:
     assert try_place(e, e.by_id["eight"]) is None
     placed = try_place(e, e.by_id["twelve"])
     assert placed is not None and len(placed[1]) == 3
+
+
+def test_a_fenced_search_leaves_the_hole_to_a_shorter_contract() -> None:
+    """The only node's window opens at 1 h: a 2 h contract finds no hole, and that no
+    is not remembered for the same shape with a 30 min contract, which fits."""
+    scenario = Scenario(
+        name="fence",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
+        org=(OrgUnit(name="a", share=1),),
+        maintenance=(Maintenance(cluster="alpha", nodes=1, start=3600.0, duration=3600.0),),
+        workloads=Workloads(jobs=(Job(id="j", project="a", gpus=8),)),
+    )
+    e = Scheduler(scenario, make_policy("fairshare"))
+    run = e.by_id["j"]
+    assert e.fenced(7200.0) == frozenset(e.cluster.nodes)
+    assert try_place(e, run, contract=7200.0) is None
+    assert try_place(e, run, contract=1800.0) is not None
+    e.step(3600.0)
+    assert e.fenced(7200.0) == frozenset()  # open now: drained, not fenced
+
+
+def test_the_status_says_a_job_waits_for_maintenance_ahead() -> None:
+    """Two 2 h contracts, one node of two free: the free node's window opens at 1 h, so
+    the status gives the waiting job the maintenance reason, not a missing gang hole."""
+    scenario = Scenario(
+        name="fence",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=2),)),),
+        org=(OrgUnit(name="a", share=1),),
+        maintenance=(Maintenance(cluster="alpha", nodes=1, start=3600.0, duration=3600.0),),
+        workloads=Workloads(jobs=tuple(
+            Job(id=i, project="a", gpus=8, duration=10800.0, min_runtime=7200.0) for i in "AB"
+        )),
+    )
+    e = Scheduler(scenario, make_policy("fairshare"))
+    e.step(0.0, [Event(SUBMIT, "A"), Event(SUBMIT, "B")])
+    status = live_status(e, wall=0.0, origin=0.0, policy="fairshare", executor="dry-run",
+                         counters=SchedulerCounters())
+    (waiting,) = status.queue
+    assert waiting.reason is PendingReason.MAINTENANCE
 
 
 def _grid_base() -> Scenario:

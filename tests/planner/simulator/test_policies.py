@@ -221,3 +221,64 @@ def test_mip_starts_a_later_planned_start_early_on_its_freed_nodes(scenario):
     assert jobs.loc["U", "first_start"] == 300.0 + H
     assert jobs.loc["U", "preemptions"] == 0
     assert check_result(s, r) == []
+
+
+def _two_contracts_before_a_window(scenario, fence: bool = True):  # type: ignore[no-untyped-def]
+    """Node 2 goes for maintenance from 1 h to 2 h; two 8-GPU jobs with 2 h contracts
+    arrive at 0."""
+    return scenario(
+        [
+            {"id": "A", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": 2 * H},
+            {"id": "B", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": 2 * H},
+        ],
+        nodes=2,
+        maintenance=[{"nodes": 1, "start": H, "duration": H}],
+        policy={"maintenance_fence": fence},
+    )
+
+
+@pytest.mark.parametrize("policy", ["fairshare", "mip"])
+def test_no_contract_is_started_into_an_announced_maintenance_window(scenario, policy):
+    """A start on node 2 would hold its drain up until 2 h, so one job runs on node 1 and
+    the other waits for node 2 to come back. The drain takes no time."""
+    s = _two_contracts_before_a_window(scenario)
+    r = simulate(s, policy, days=6 / 24)
+    starts = r.events[r.events["event"] == "start"].set_index("job")
+    drained = s.nodes[-1].name
+    first = starts[starts["t"] == 0.0]
+    assert len(first) == 1 and drained not in first["nodes"].iloc[0]
+    assert sorted(starts["t"]) == [0.0, 2 * H]
+    assert r.summary["maintenance_drain_h"] == pytest.approx(0.0)
+    assert r.summary["preemptions"] == 0
+    assert check_result(s, r) == []
+
+
+@pytest.mark.parametrize("policy", ["fairshare", "mip"])
+def test_a_contract_that_ends_before_the_window_may_start_on_its_node(scenario, policy):
+    """The same, with 30 min contracts: both jobs start at 0; the one on node 2 is past
+    its contract when the window opens at 1 h and moves off at once."""
+    s = scenario(
+        [
+            {"id": "A", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": 1800,
+             "resumable": True},
+            {"id": "B", "project": "a", "gpus": 8, "duration": 3 * H, "min_runtime": 1800,
+             "resumable": True},
+        ],
+        nodes=2,
+        maintenance=[{"nodes": 1, "start": H, "duration": H}],
+    )
+    r = simulate(s, policy, days=6 / 24)
+    starts = r.events[r.events["event"] == "start"]
+    assert list(starts["t"]) == [0.0, 0.0]
+    assert r.summary["maintenance_drain_h"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("policy", ["fairshare", "mip"])
+def test_without_the_fence_a_contract_holds_the_drain_up(scenario, policy):
+    """``maintenance_fence: false``: both jobs start at 0 and the one on node 2 keeps it
+    through the whole window (its contract ends as the window does) and runs on to its
+    end at 3 h: the drain counts 2 h."""
+    r = simulate(_two_contracts_before_a_window(scenario, fence=False), policy, days=6 / 24)
+    starts = r.events[r.events["event"] == "start"]
+    assert list(starts["t"]) == [0.0, 0.0]
+    assert r.summary["maintenance_drain_h"] == pytest.approx(2.0)
