@@ -12,7 +12,8 @@ Rules (``docs/metrics.md`` describes them for readers of the results):
   work (minimum runtime > 0) starts protected while the team is under its limit; the rest,
   and all unallocated work, starts preemptible on idle GPUs.
 - **Preemption.** A job that would start protected may preempt preemptible jobs of its
-  level or lower. Protected jobs are never preempted.
+  level or lower, before the idle GPUs go to backfill (the queue in priority order).
+  Protected jobs are never preempted.
 - **Maintenance.** Preemptible jobs on a drained node are preempted at once; protected jobs
   block the node until they end.
 """
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from models import effective_shares
-from planner.scheduler.core import Scheduler
+from planner.scheduler.core import Scheduler, try_place
 from planner.scheduler.queues import Shape, ShapeQueues, VictimIndex
 from planner.scheduler.state import JobRun
 
@@ -120,10 +121,15 @@ class LegacyPolicy:
                           detail="protected" if protect else "preemptible")
 
     def schedule(self, now: float, dirty: bool, new: list[JobRun]) -> None:
-        from planner.scheduler.core import try_place
-
         e = self.engine
-        # 1. Backfill idle GPUs in level order (free GPUs only shrink in this phase, so a
+        # 1. Jobs that would start protected and find no idle hole preempt preemptible
+        #    work of their level or lower, before the idle GPUs are handed out: a job
+        #    that backfilled a moment ago would otherwise be the cheapest victim (no GPU
+        #    time lost yet), started and preempted at one instant. On philly-week that
+        #    was 893 of 1,721 preemptions.
+        if self.unprotected_gpus > 0 and (dirty or new):
+            self._preempt_pass()
+        # 2. Backfill idle GPUs in level order (free GPUs only shrink in this phase, so a
         #    shape that failed once fails for the rest of the pass).
         if e.cluster.total_free > 0:
             dead: set[Shape] = set()
@@ -133,19 +139,21 @@ class LegacyPolicy:
                     self._start(run, *placed)
                 else:
                     dead.add(shape)
-        if self.unprotected_gpus == 0 or not (dirty or new):
-            return
-        # 2. Jobs that would start protected preempt preemptible work of their level or
-        #    lower; per team, since protection depends on the team's limit.
-        for project in self.engine.scenario.projects:
+
+    def _preempt_pass(self) -> None:
+        """Per team (protection depends on the team's limit), its queued jobs that would
+        start protected and fit no idle hole take the room of preemptible work."""
+        e = self.engine
+        for project in e.scenario.projects:
             if self.protected_used[project] >= self.limit[project]:
                 continue
-            dead_p: set[Shape] = set()
-            for shape, run in self.by_team.iter_group(e, project, dead_p):
+            dead: set[Shape] = set()
+            for shape, run in self.by_team.iter_group(e, project, dead):
                 if self.unprotected_gpus == 0:
                     return
-                if not self._would_protect(run):
-                    dead_p.add(shape)
+                if not self._would_protect(run) or try_place(e, run) is not None:
+                    # Over the limit, or the backfill in level order places it.
+                    dead.add(shape)
                     continue
                 # Eligible: preemptible jobs of the requester's level or lower.
                 found = self.victims.find(run, -run.level - 0.5)
@@ -157,4 +165,4 @@ class LegacyPolicy:
                 if placed is not None:
                     self._start(run, *placed)
                 else:
-                    dead_p.add(shape)
+                    dead.add(shape)
