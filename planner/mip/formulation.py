@@ -21,13 +21,12 @@ from planner.mip.objective import (
     AGING_BONUS,
     BASE,
     FREE_SLOPE,
-    MAX_LOSS_SLICES,
-    PREEMPT_SLICES,
     PRIORITY_BONUS,
     SEGMENT_ENDS,
     URGENT_BONUS,
     WORK_BONUS,
     free_slope,
+    preempt_slices,
     segment_slopes,
 )
 
@@ -523,8 +522,7 @@ def _class_bonus(epoch: Epoch, ranks: Ranks, c: JobClass) -> int:
 
 def _preempt_cost(epoch: Epoch, job: Job, wq: int, progress: float) -> int:
     lost = epoch.snapshot.policy.restart_overhead if job.resumable else progress
-    slices = min(PREEMPT_SLICES + lost / epoch.slice_len, MAX_LOSS_SLICES)
-    return max(round(BASE * slices * wq), 1)
+    return max(round(BASE * preempt_slices(epoch.slice_len, lost) * wq), 1)
 
 
 def _resume_cost(epoch: Epoch, wq: int) -> int:

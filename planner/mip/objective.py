@@ -34,9 +34,20 @@ AGING_BONUS = 1
 #: project moved 0.645 -> 0.594 (Philly), 0.704 -> 0.666 (ai2-like), still 2-4 times
 #: fairshare's.
 PREEMPT_SLICES = 4.0
+#: ... and at least this many seconds of it: with short slices (75 s when an epoch has 48)
+#: 4 slices are 5 minutes of work, and the plan moved work back and forth for little.
+PREEMPT_MIN_S = 3600.0
 #: Cap of a preemption's cost, in slices (with PREEMPT_SLICES, the overhead or progress
 #: lost counts up to 4 slices).
 MAX_LOSS_SLICES = 8.0
+
+
+def preempt_slices(slice_len: float, lost: float) -> float:
+    """What a preemption costs, in slices of the victim's work: PREEMPT_SLICES (at least
+    PREEMPT_MIN_S) plus the ``lost`` seconds, capped at MAX_LOSS_SLICES (or twice the
+    floor)."""
+    base = max(PREEMPT_SLICES, PREEMPT_MIN_S / slice_len)
+    return min(base + lost / slice_len, max(MAX_LOSS_SLICES, 2 * PREEMPT_MIN_S / slice_len))
 
 
 def project_weight(ratio: float) -> float:

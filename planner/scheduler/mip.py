@@ -63,6 +63,9 @@ without them: every funded start's (``funded``), only funded multi-node gangs'
 reservations")."""
 FAST_LANE_KEEPS: tuple[FastLaneKeeps, ...] = get_args(FastLaneKeeps)
 
+SPARE_MIN_S = 900.0
+"""The lanes leave a restarted job alone for a slice, and at least this many seconds."""
+
 
 class Reservation(NamedTuple):
     """GPUs of one node a planned, still queued start needs from ``at`` on."""
@@ -146,6 +149,9 @@ class MipPolicy:
         pol = engine.scenario.policy
         self.epoch = pol.epoch
         self.slice_len = pol.slice_length
+        # How long a restarted job is spared: a slice, but never less than SPARE_MIN_S
+        # (with 75 s slices the lanes restarted jobs 5-9 times each).
+        self.spare_s = max(self.slice_len, SPARE_MIN_S)
         self.slices = pol.slices
         engine.wake_at(engine.now, ("epoch", 0))
         self.victims = VictimIndex(engine, self._level, self._cost)
@@ -561,14 +567,15 @@ class MipPolicy:
             self.victims.invalidate()
 
     def _young(self, v: JobRun) -> bool:
-        """Restarted less than a slice ago: the lanes leave it alone, so no job is
-        preempted twice within a slice (a first start may be displaced at once). A pass
-        is asked for when the first spared job becomes a victim again."""
+        """Restarted less than a slice (at least SPARE_MIN_S) ago: the lanes leave it
+        alone, so no job is preempted twice within a slice (a first start may be
+        displaced at once). A pass is asked for when the first spared job becomes a
+        victim again."""
         now = self.engine.now
         # One expression for the end of the spared time, compared and woken at: with
         # float times, ``now - run_start < slice`` can hold at ``run_start + slice``
         # itself, and the wake for that instant then repeats forever.
-        until = v.run_start + self.slice_len
+        until = v.run_start + self.spare_s
         if v.restarts > 0 and now < until:
             if until < self._spare_wake or self._spare_wake <= now:
                 self._spare_wake = until

@@ -336,6 +336,23 @@ def test_a_job_restarted_at_a_float_time_is_spared_for_exactly_one_slice() -> No
     assert not policy._young(u)
 
 
+def test_with_short_slices_a_restarted_job_is_spared_a_quarter_hour() -> None:
+    """With 75 s slices (48 an epoch) a job restarted at 0 is still spared at 800 s, and
+    a victim again at 900 s: a slice alone let the lanes restart jobs 5-9 times each."""
+    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+                "resumable": True}], nodes=1, shares={"a": 1})
+    s = s.model_copy(update={"policy": Policy(epoch=H, slices=48, restart_overhead=60.0)})
+    policy = HandPlanned(_two_slices((), ()))
+    core = Scheduler(s, policy)
+    core.step(0.0, [Event(SUBMIT, "U")])
+    u = core.by_id["U"]
+    u.restarts, u.run_start = 1, 0.0
+    core.now = 800.0
+    assert policy._young(u)
+    core.now = 900.0
+    assert not policy._young(u)
+
+
 def test_an_unknown_fast_lane_keeps_is_refused() -> None:
     """A misspelt setting would otherwise act as ``none`` without a word."""
     with pytest.raises(ValueError, match="fast_lane_keeps: expected one of funded, gangs, none, got 'all'"):
