@@ -25,7 +25,7 @@ from models import (
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
 from planner.mip.objective import SEGMENT_ENDS, WORK_BONUS, free_marginal, segment_slopes
-from planner.placement import holds_up_drain, place_gang
+from planner.placement import place_gang
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Board:
         need = min(gpus, pool.gpus_per_node)
         drained = any(pool.drained[k] for k in range(first, last))
         t0 = self.epoch.slice_start(first)
-        fence = pool.drain_next if contract > 0 else {}
+        fence = pool.drain_opens if contract > 0 else {}
         for n in pool.nodes:
             slots = self.free[n]
             if slots[first] < need:
@@ -135,7 +135,7 @@ class Board:
                 continue
             if drained and any(n in pool.drained[k] for k in range(first, last)):
                 continue
-            if fence and n in fence and holds_up_drain(fence[n], t0, contract):
+            if fence and n in fence and pool.fenced(n, t0, contract):
                 continue
             free[n] = window
         if not prefer and 2 * gpus <= pool.gpus_per_node:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from models import JobState, Snapshot
-from planner.placement import gpus_taken, nodes_needed
+from planner.placement import gpus_taken, holds_up_drain, nodes_needed
 
 #: Work is counted in tenths of an H100-equivalent GPU-slice, so rates such as 2.6 stay
 #: integral (the CP-SAT backend takes integers only).
@@ -34,14 +34,19 @@ class SubPool:
     nodes: list[str]
     #: Per slice, the nodes that may not take new work (a maintenance window overlaps it).
     drained: list[frozenset[str]]
-    #: Per node with one, when its next maintenance window opens after the epoch's start
-    #: (:func:`planner.placement.holds_up_drain` keeps contracts from running into it).
-    drain_next: dict[str, float] = field(default_factory=dict)
+    #: Per node with any, when its maintenance windows open after the epoch's start (in
+    #: the epoch, and the next one after it).
+    drain_opens: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def rate_q(self) -> int:
         """Work quanta one GPU of this pool does in one slice."""
         return max(round(self.rate * WORK_SCALE), 1)
+
+    def fenced(self, node: str, start: float, contract: float) -> bool:
+        """Whether a start on ``node`` at ``start`` protected for ``contract`` seconds
+        would hold a drain up (:func:`planner.placement.holds_up_drain`)."""
+        return any(holds_up_drain(w, start, contract) for w in self.drain_opens.get(node, ()))
 
     def open_nodes(self, k: int) -> int:
         """Nodes that may hold work in slice ``k``."""
@@ -228,16 +233,16 @@ def build_epoch(snapshot: Snapshot) -> Epoch:
 def _sub_pools(snapshot: Snapshot, start: float, slice_len: float, slices: int) -> list[SubPool]:
     groups: dict[tuple[str, str, int], list[str]] = {}
     drained: dict[tuple[str, str, int], list[set[str]]] = {}
-    drain_next: dict[tuple[str, str, int], dict[str, float]] = {}
+    drain_opens: dict[tuple[str, str, int], dict[str, tuple[float, ...]]] = {}
     for ns in snapshot.nodes:
         n = ns.node
         key = (n.cluster, n.gpu_type, n.gpus)
         groups.setdefault(key, []).append(n.name)
         per_slice = drained.setdefault(key, [set() for _ in range(slices)])
-        opens = [t for t in (ns.drain_start, ns.next_drain) if t is not None and t > start
-                 and snapshot.policy.maintenance_fence]
+        opens = tuple(t for t in (ns.drain_start, ns.next_drain) if t is not None and t > start
+                      and snapshot.policy.maintenance_fence)
         if opens:
-            drain_next.setdefault(key, {})[n.name] = min(opens)
+            drain_opens.setdefault(key, {})[n.name] = opens
         if ns.drain_start is None:
             continue
         for k in range(slices):
@@ -257,7 +262,7 @@ def _sub_pools(snapshot: Snapshot, start: float, slice_len: float, slices: int) 
                 rate=rate,
                 nodes=groups[key],
                 drained=[frozenset(d) for d in drained[key]],
-                drain_next=drain_next.get(key, {}),
+                drain_opens=drain_opens.get(key, {}),
             )
         )
     return out

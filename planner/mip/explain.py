@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 from models import JobState, Pending, PendingReason, Plan, Snapshot
 from planner.mip.assemble import Board, Run
-from planner.mip.epoch import Epoch, SubPool
+from planner.mip.epoch import Epoch, JobClass, SubPool
 from planner.mip.objective import project_weight
-from planner.placement import holds_up_drain
 
 
 def pending_reasons(
@@ -39,23 +38,26 @@ def pending_reasons(
     # A reason reads only these fields of a job (and the shared board): classes that
     # agree on them (they may differ in run length or age) share it.
     known: dict[tuple[object, ...], Pending] = {}
+    downs: dict[tuple[object, ...], bool] = {}
     split: dict[tuple[int, int, str], _Holders] = {}
     for c in epoch.classes:
         pools = [epoch.pools[p] for p in c.pools]
         # Members of a class share every field the reason depends on: work it out once
-        # (near a maintenance window, the contract too).
-        key: tuple[object, ...] = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
-        fence = any(p.drain_next for p in pools)
+        # (whether maintenance ahead rules its start out also depends on its contract).
+        key = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
+        near = any(p.drain_opens or any(p.drained) for p in pools)
         shared: Pending | None = known.get(key)
         for st in c.jobs:
             if st.job.id in placed:
                 continue
-            if fence:
-                key = (*key[:6], st.job.min_runtime)
-                shared = known.get(key)
-            if st.job.id in dropped and fence and _fenced_out(epoch, board, st, pools):
-                out.append(_maintenance_ahead(board, st, pools))
-                continue
+            if near:
+                dkey = (*key, st.job.min_runtime, c.run)
+                down = downs.get(dkey)
+                if down is None:
+                    down = downs[dkey] = _down_ahead(epoch, board, c, st, pools)
+                if down:
+                    out.append(_maintenance_ahead(board, st, pools))
+                    continue
             if st.job.id in dropped:
                 where = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
                 out.append(
@@ -76,16 +78,19 @@ def pending_reasons(
     return out
 
 
-def _fenced_out(epoch: Epoch, board: Board, st: JobState, pools: list[SubPool]) -> bool:
+def _down_ahead(
+    epoch: Epoch, board: Board, cls: JobClass, st: JobState, pools: list[SubPool]
+) -> bool:
     """Whether GPUs enough for ``st``'s gang are free in some slice, but in every such
-    slice only on nodes whose maintenance opens within its contract."""
+    slice only on nodes that go down for maintenance before its run in the epoch, or its
+    contract, would end (placement keeps a start off those)."""
     job = st.job
-    if job.min_runtime <= 0 or not any(p.drain_next for p in pools):
-        return False
     fits = [(p, k) for p in pools for k in range(epoch.slices)
             if board.pool_free(p, k) >= p.taken(job.gpus)]
     return bool(fits) and all(
-        _unfenced_free(epoch, board, p, k, job.min_runtime) < p.taken(job.gpus) for p, k in fits
+        _usable_free(epoch, board, p, k, k + cls.length(k, epoch.slices), job.min_runtime)
+        < p.taken(job.gpus)
+        for p, k in fits
     )
 
 
@@ -97,18 +102,22 @@ def _maintenance_ahead(board: Board, st: JobState, pools: list[SubPool]) -> Pend
         job=job.id,
         reason=PendingReason.MAINTENANCE,
         detail=f"needs {job.gpus} GPUs; {most} are free on {names}, but on nodes whose "
-        f"maintenance starts before its minimum runtime of {job.min_runtime / 3600:g} h "
-        f"would end",
+        f"maintenance starts before its run in this epoch, or its minimum runtime of "
+        f"{job.min_runtime / 3600:g} h, would end",
     )
 
 
-def _unfenced_free(epoch: Epoch, board: Board, pool: SubPool, k: int, contract: float) -> int:
-    """Free GPUs of ``pool`` in slice ``k`` on nodes a start with ``contract`` may take
-    (:func:`planner.placement.holds_up_drain`)."""
-    t0 = epoch.slice_start(k)
-    return sum(
-        board.free[n][k] for n in pool.nodes
-        if n not in pool.drain_next or not holds_up_drain(pool.drain_next[n], t0, contract)
+def _usable_free(
+    epoch: Epoch, board: Board, pool: SubPool, first: int, last: int, contract: float
+) -> int:
+    """Free GPUs of ``pool`` in slice ``first`` on nodes a start there may take: open in
+    every slice to ``last``, and no window within ``contract`` (:meth:`SubPool.fenced`).
+    Only nodes with a window can be ruled out: the pool's free count less theirs."""
+    t0 = epoch.slice_start(first)
+    windowed = set(pool.drain_opens).union(*pool.drained)
+    return board.pool_free(pool, first) - sum(
+        board.free[n][first] for n in windowed
+        if pool.fenced(n, t0, contract) or any(n in pool.drained[k] for k in range(first, last))
     )
 
 
@@ -157,8 +166,6 @@ def _reason(
             f"no allowed pool ({names}) has that many open",
         )
     free_best = max(board.pool_free(p, k) for p, k in open_fit)
-    if _fenced_out(epoch, board, st, pools):
-        return _maintenance_ahead(board, st, pools)
     if any(board.pool_free(p, k) >= p.taken(job.gpus) for p, k in open_fit):
         return Pending(
             job=job.id,

@@ -65,7 +65,8 @@ class SnapBuilder:
                 gpus=gpus_per_node,
             )
             if drain is not None and i >= nodes - drained:
-                self.nodes.append(NodeState(node=node, drain_start=drain[0], drain_end=drain[1]))
+                self.nodes.append(NodeState(node=node, drain_start=drain[0], drain_end=drain[1],
+                                            next_drain=next_drain))
             elif next_drain is not None and i >= nodes - drained:
                 self.nodes.append(NodeState(node=node, next_drain=next_drain))
             else:

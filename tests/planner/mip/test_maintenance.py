@@ -79,9 +79,39 @@ def test_no_contract_is_planned_into_a_window_after_the_epoch() -> None:
     assert list(placed.values()) == [("c-h100-000",)]
     (waiting,) = plan.pending
     assert waiting.reason is PendingReason.MAINTENANCE
-    assert "before its minimum runtime of 2 h would end" in waiting.detail
+    assert "maintenance starts before its run in this epoch, or its minimum runtime of 2 h" in waiting.detail
     short = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
     plan = plan_epoch(short.queued("q1", min_runtime=7200.0).queued("q2", min_runtime=900.0)
                       .build())
     placed = {a.job: a.nodes for s in plan.slices for a in s.assignments}
     assert placed == {"q1": ("c-h100-000",), "q2": ("c-h100-001",)}
+
+
+def test_a_start_after_a_window_in_the_epoch_keeps_off_the_next_one() -> None:
+    """The node drains 15-30 min and again from 1 h 30 min (after the epoch). A 2 h
+    contract started at 30 min would run into the second window: nothing starts."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=1, drain=(900.0, 1800.0), drained=1, next_drain=5400.0)
+        .project("a", owed=8)
+        .queued("q1", min_runtime=7200.0, duration=10800.0)
+        .build()
+    )
+    assert all(not s.assignments for s in plan.slices)
+    (waiting,) = plan.pending
+    assert waiting.reason is PendingReason.MAINTENANCE
+
+
+def test_a_job_kept_off_a_node_that_drains_during_its_run_waits_for_maintenance() -> None:
+    """The only node drains from 45 min: a 3 h job would still run then (its 30 min
+    contract does not matter), so it waits, and the reason says maintenance, not a
+    missing gang hole on 8 free GPUs."""
+    plan = plan_epoch(
+        SnapBuilder()
+        .pool(nodes=1, drain=(2700.0, 6300.0), drained=1)
+        .project("a", owed=8)
+        .queued("q1", min_runtime=1800.0, duration=10800.0)
+        .build()
+    )
+    (waiting,) = plan.pending
+    assert waiting.reason is PendingReason.MAINTENANCE
