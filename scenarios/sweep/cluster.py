@@ -7,8 +7,10 @@ import collections
 import dataclasses
 import importlib
 import logging
+import math
 import queue
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -75,6 +77,10 @@ def start_local_cluster(workers: int, preload: Sequence[str] = ()) -> Any:
 #: ``finish(row, result)``: a finished point's row and (when kept) the runner's result.
 Finish = Callable[[dict[str, Any], Any], None]
 
+SLOTS_EVERY_S = 5.0
+"""How often a sweep asks the scheduler how many worker threads there are (workers that
+join are used from the next ask on)."""
+
 
 def run_on_dask(
     client: Any, tasks: Sequence[PointTask], finish: Finish, hours: HoursCallback | None = None
@@ -110,8 +116,14 @@ def run_on_dask(
     waiting = collections.deque(tasks)
     futures: dict[Any, PointTask] = {}
 
+    asked = [0, -math.inf]  # worker threads, and when the scheduler was last asked
+
     def submit_more() -> None:
-        slots = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
+        # Each ask fetches every worker's details: on a big cluster, not once per point.
+        if time.monotonic() - asked[1] >= SLOTS_EVERY_S:
+            workers = client.scheduler_info()["workers"].values()
+            asked[:] = [max(1, sum(int(w.get("nthreads", 1)) for w in workers)), time.monotonic()]
+        slots = asked[0]
         while waiting and len(pending) < slots:
             task = waiting.popleft()
             future = client.submit(
