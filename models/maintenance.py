@@ -17,7 +17,7 @@ class Maintenance(Input):
 
     cluster: str
     nodes: Count | None = Field(default=None, ge=1)
-    node_names: tuple[str, ...] | None = None
+    node_names: tuple[str, ...] | None = Field(default=None, min_length=1)
     gpu_type: str | None = None
     start: Duration = Field(ge=0)
     duration: Duration = Field(gt=0)
@@ -26,6 +26,8 @@ class Maintenance(Input):
     def _one_selector(self) -> Maintenance:
         if (self.nodes is None) == (self.node_names is None):
             raise ValueError("give exactly one of 'nodes' (a count) or 'node_names'")
+        if self.node_names is not None and self.gpu_type is not None:
+            raise ValueError("'gpu_type' picks nodes for a count: with 'node_names' leave it out")
         return self
 
     @property

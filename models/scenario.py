@@ -232,15 +232,27 @@ def _check_scenario(s: Scenario) -> None:
     projects = set(s.projects)
     units = {path for path, _ in walk(s.org)}
     by_name = {c.name: c for c in s.clusters}
-    node_names = {n.name for n in s.nodes}
+    node_of: dict[str, Node] = {}
+    for node in s.nodes:
+        other = node_of.setdefault(node.name, node)
+        if other is not node:
+            # Names are {cluster}-{gpu type, lower case}-{index}: clusters or GPU types
+            # that differ only in case, or by a dash, can give two nodes one name.
+            raise ValueError(
+                f"clusters: two nodes would both be named {node.name!r} ({other.gpu_type} of "
+                f"cluster {other.cluster!r}, {node.gpu_type} of cluster {node.cluster!r}); "
+                f"rename a cluster or a GPU type"
+            )
     for i, m in enumerate(s.maintenance):
         where = f"maintenance[{i}]"
         if m.cluster not in by_name:
             raise ValueError(f"{where}.cluster: unknown cluster {m.cluster!r}")
         if m.node_names is not None:
             for name in m.node_names:
-                if name not in node_names or not name.startswith(m.cluster + "-"):
+                if name not in node_of or node_of[name].cluster != m.cluster:
                     raise ValueError(f"{where}.node_names: unknown node {name!r} in {m.cluster!r}")
+        if m.gpu_type is not None and m.gpu_type not in {n.gpu_type for n in by_name[m.cluster].nodes()}:
+            raise ValueError(f"{where}.gpu_type: cluster {m.cluster!r} has no {m.gpu_type!r} nodes")
         if m.nodes is not None:
             pool_nodes = [
                 n for n in by_name[m.cluster].nodes() if m.gpu_type in (None, n.gpu_type)

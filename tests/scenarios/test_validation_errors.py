@@ -126,6 +126,48 @@ def test_maintenance_of_unknown_cluster(tmp_path: Path) -> None:
     assert "maintenance[0].cluster: unknown cluster 'gamma'" in _error(tmp_path, data)
 
 
+def test_maintenance_node_of_another_cluster(tmp_path: Path) -> None:
+    """A named node must belong to the window's cluster, even when the other cluster's
+    name starts with this one's (alpha-x's nodes start with 'alpha-')."""
+    data = _tiny()
+    data["clusters"][1]["name"] = "alpha-x"
+    data["maintenance"][0] = {"cluster": "alpha", "node_names": ["alpha-x-b200-000"],
+                              "start": "2h", "duration": "4h"}
+    assert "maintenance[0].node_names: unknown node 'alpha-x-b200-000' in 'alpha'" in _error(
+        tmp_path, data
+    )
+
+
+def test_two_nodes_with_one_name(tmp_path: Path) -> None:
+    """GPU types that differ only in case give nodes one name: refused, both named."""
+    data = _tiny()
+    data["gpu_types"]["h100"] = {"rate": 1.0}
+    data["clusters"][0]["node_groups"].append({"gpu_type": "h100", "nodes": 1})
+    assert "clusters: two nodes would both be named 'alpha-h100-000'" in _error(tmp_path, data)
+
+
+def test_maintenance_gpu_type_the_cluster_lacks(tmp_path: Path) -> None:
+    """A count of nodes of a GPU type the cluster has none of names the type."""
+    data = _tiny()
+    data["maintenance"][0]["gpu_type"] = "B200"
+    assert "maintenance[0].gpu_type: cluster 'alpha' has no 'B200' nodes" in _error(tmp_path, data)
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ({"node_names": []}, "maintenance[0].node_names: Tuple should have at least 1 item"),
+        ({"node_names": ["alpha-h100-000"], "gpu_type": "H100"}, "with 'node_names' leave it out"),
+    ],
+)
+def test_maintenance_node_names_alone_and_not_empty(
+    tmp_path: Path, window: dict[str, Any], message: str
+) -> None:
+    data = _tiny()
+    data["maintenance"][0] = {"cluster": "alpha", "start": "2h", "duration": "4h", **window}
+    assert message in _error(tmp_path, data)
+
+
 def test_invalid_yaml(tmp_path: Path) -> None:
     """Broken YAML is reported with its line."""
     path = tmp_path / "bad.yaml"
