@@ -61,8 +61,9 @@ from planner.executors.protocol import (
     ExecutorUnavailable,
     SupportsReasons,
     SupportsSubmit,
+    checked_call,
 )
-from planner.executors.state import ApplyReport, ClusterState, ObservedJob
+from planner.executors.state import ActionResult, ApplyReport, ClusterState, ObservedJob
 from planner.ledger import Ledger
 from planner.runstate import RunState
 from planner.scheduler import (
@@ -159,6 +160,16 @@ class ControlLoop:
     status
         Where the live status goes after each decision (``gpuplan status``, the metrics
         endpoint and the app read it); ``None``: kept in memory only.
+    executor_name
+        How messages name the executor (``gpuplan run`` gives the registry name the user
+        typed); default: its ``name``.
+
+    Raises
+    ------
+    ExecutorFailure
+        From :meth:`run`, when an executor call raises anything but
+        :class:`ExecutorUnavailable` or returns something the protocol does not allow;
+        usage is recorded up to that moment first.
     """
 
     def __init__(
@@ -178,11 +189,13 @@ class ControlLoop:
         max_backoff: float = 30.0,
         progress: Callable[[str], None] | None = None,
         status: StatusBoard | None = None,
+        executor_name: str | None = None,
     ) -> None:
         if not (poll > 0 and math.isfinite(poll)):
             raise ValueError(f"poll must be positive and finite, got {poll}")
         self.scenario = live_scenario(scenario, slice_seconds)
         self.executor = executor
+        self.executor_name = executor_name or str(getattr(executor, "name", type(executor).__name__))
         self.ledger = ledger
         self.policy_name = policy
         self.policy_options = dict(policy_options or {})
@@ -231,32 +244,36 @@ class ControlLoop:
         summary = RunSummary(origin=self.origin, start=start)
         core = self._setup(start, summary)
         end = start + epochs * self.scenario.policy.epoch if epochs is not None else math.inf
-        while not self._stop:
-            # The wall clock may step back (NTP); scenario time never does.
-            now = max(self.now(), core.now)
-            if now >= end:
-                break
-            events = self._submit_arrivals(now, summary)
-            state = self._retry(self.executor.observe)
-            summary.polls += 1
-            events += self._observed_events(core, state)
-            events += self._maintenance_due(now)
-            stepped = core.step(now, events)
-            self._report_decisions(core, summary)
-            if (stepped and self._desired_key(core) != self._applied) or self._diverged(core, state):
-                self._apply(core, now, summary)
-            self._publish(core)
-            self._wait_until(min(now + self.poll, core.next_timer(), self._next_world_event(), end))
-        stop_at = min(self.now(), end)
-        core.flush(max(stop_at, core.now))
-        summary.end = core.now
-        summary.stopped = self._stop
-        self.progress(f"stopped at {summary.end:.0f}s: usage recorded up to then")
+        try:
+            while not self._stop:
+                # The wall clock may step back (NTP); scenario time never does.
+                now = max(self.now(), core.now)
+                if now >= end:
+                    break
+                events = self._submit_arrivals(now, summary)
+                state = self._retry(self._call("observe", ClusterState))
+                summary.polls += 1
+                events += self._observed_events(core, state)
+                events += self._maintenance_due(now)
+                stepped = core.step(now, events)
+                self._report_decisions(core, summary)
+                if (stepped and self._desired_key(core) != self._applied) or self._diverged(core, state):
+                    self._apply(core, now, summary)
+                self._publish(core)
+                self._wait_until(min(now + self.poll, core.next_timer(), self._next_world_event(), end))
+        finally:
+            # Also when an executor call fails: the usage up to now is recorded, as at a stop.
+            stop_at = min(self.now(), end)
+            core.flush(max(stop_at, core.now))
+            summary.end = core.now
+            summary.stopped = self._stop
+            self.progress(f"stopped at {summary.end:.0f}s: usage recorded up to then")
         return summary
 
     def _setup(self, now: float, summary: RunSummary) -> Scheduler:
         """The scheduler, with the jobs the cluster runs now taken in as they are."""
-        state = self._retry(self.executor.observe)
+        state = self._retry(self._call("observe", ClusterState))
+        self._warn_about_setup(state)
         span = self.ledger.span()
         charged_until = span[1] if span is not None and 0 <= span[1] < now else None
         core = Scheduler(self.scenario, make_policy(self.policy_name, **self.policy_options),
@@ -291,6 +308,30 @@ class ControlLoop:
         self._report_decisions(core, summary)
         return core
 
+    def _warn_about_setup(self, state: ClusterState) -> None:
+        """One warning each for what would otherwise fail silently: scenario jobs an
+        executor without ``submit`` never submits, node names the cluster spells otherwise
+        (an unreported node is drained for the scheduler)."""
+        name = self.executor_name
+        waiting = [j for j in self._arrivals if j.id not in self.run_state.submitted]
+        if waiting and not isinstance(self.executor, SupportsSubmit):
+            self.progress(f"warning: executor {name!r} cannot submit jobs (no submit()): the "
+                          f"scenario's {len(waiting)} job(s) are not submitted; only jobs "
+                          "already on the cluster are scheduled")
+        known = {n.name for n in self.scenario.nodes}
+        reported = {n.name for n in state.nodes}
+        missing, unknown = sorted(known - reported), sorted(reported - known)
+        problems = []
+        if missing:
+            problems.append(f"does not report {len(missing)} of the scenario's nodes "
+                            f"({_some(missing)}), which get no work")
+        if unknown:
+            problems.append(f"reports {len(unknown)} node(s) the scenario does not have "
+                            f"({_some(unknown)})")
+        if problems:
+            self.progress(f"warning: executor {name!r} {'; and '.join(problems)}; node names "
+                          "must match the scenario's exactly, case included")
+
     def _run_of(self, core: Scheduler, ob: ObservedJob) -> JobRun | None:
         """The model's run of an observed managed job (registered when new)."""
         run = core.by_id.get(ob.job)
@@ -312,7 +353,7 @@ class ControlLoop:
             if job.id in self.run_state.submitted or not can_submit:
                 continue
             assert isinstance(self.executor, SupportsSubmit)
-            result = self._retry(functools.partial(self.executor.submit, job))
+            result = self._retry(self._call("submit", ActionResult, job))
             if not result.ok:
                 self.progress(f"submit {job.id}: failed: {result.detail}")
                 continue
@@ -444,7 +485,7 @@ class ControlLoop:
         """Apply ``plan``, retrying while the controller is unreachable, but not past the
         slice it is for (``None``: not applied; the next slice's plan supersedes it)."""
         return self._retry(
-            functools.partial(self.executor.apply, plan, 0),
+            self._call("apply", ApplyReport, plan, 0),
             deadline=self.now() + self.scenario.policy.slice_length,
         )
 
@@ -459,7 +500,7 @@ class ControlLoop:
             if self._reasons.get(line.job) == line.text:
                 continue
             try:
-                result = self.executor.set_reason(line.job, line.text)
+                result = self._call("set_reason", ActionResult, line.job, line.text)()
             except ExecutorUnavailable:
                 return  # the next poll tries again
             if result.ok:
@@ -508,6 +549,12 @@ class ControlLoop:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _call(self, method: str, returns: type[_T], *args: Any) -> Callable[[], _T]:
+        """The executor's ``method`` applied to ``args``, its result checked to be a
+        ``returns`` (:func:`checked_call`: anything else is an ``ExecutorFailure``)."""
+        bound = functools.partial(getattr(self.executor, method), *args)
+        return functools.partial(checked_call, self.executor_name, method, bound, returns)
+
     @overload
     def _retry(self, call: Callable[[], _T]) -> _T: ...
 
@@ -541,6 +588,12 @@ class ControlLoop:
             if wait <= 0:
                 return
             self.sleep(min(wait, 0.5) if self.sleep is time.sleep else wait)
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, and how many more."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _adopted_job(ob: ObservedJob, scenario: Scenario) -> Job | None:

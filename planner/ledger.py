@@ -23,6 +23,9 @@ Design choices:
   text file or another application's database is refused unchanged, byte for byte.
 - One live run per ledger: :func:`lock_for_run` takes an exclusive ``flock`` on
   ``LEDGER.lock``; a second run is refused with a message naming the holder.
+- Files beside a ledger (``-wal``, ``.lock``, ``.run.json``, ``.status.json``) are named
+  after the real file (:func:`real_ledger_path`): a symbolic link to a ledger is the
+  same ledger, with the same lock.
 """
 
 from __future__ import annotations
@@ -79,6 +82,18 @@ class LedgerError(GpuplanError):
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def real_ledger_path(path: str | Path) -> str:
+    """The file ``path`` names, symbolic links resolved; ``path`` as given when none is
+    involved (so messages keep the user's spelling).
+
+    Every file kept beside a ledger is named from this: through a link named otherwise,
+    two runs would take two locks on one ledger, and a reader would miss its journal.
+    """
+    given = os.fspath(path)
+    real = os.path.realpath(given)
+    return given if real == os.path.abspath(given) else real
+
+
 def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
     """Whether ``path`` is a ledger to create (``"new"``) or a gpuplan ledger (``"ours"``).
 
@@ -110,8 +125,10 @@ def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
             head = handle.read(len(SQLITE_MAGIC))
     except OSError as exc:
         raise LedgerError(f"{file}: cannot read the ledger: {exc.strerror}") from None
+    # SQLite keeps the journal beside the real file, not beside a link to it.
+    wal = f"{real_ledger_path(file)}-wal"
     # A 0-byte main file with a -wal beside it is a ledger another process is creating.
-    creating = not head and os.path.exists(f"{file}-wal")
+    creating = not head and os.path.exists(wal)
     if head != SQLITE_MAGIC and not creating:
         what = "an empty file" if not head else "not an SQLite file"
         raise LedgerError(
@@ -119,7 +136,7 @@ def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
             "for a new ledger"
         )
     uri = "file:" + urllib.parse.quote(str(file.resolve())) + "?mode=ro"
-    if not os.path.exists(f"{file}-wal"):
+    if not os.path.exists(wal):
         # Nothing in flight: read the file as immutable, so SQLite creates no -wal/-shm
         # beside a database in WAL mode that may be another application's.
         uri += "&immutable=1"
@@ -190,7 +207,7 @@ def lock_for_run(ledger_path: str | Path) -> RunLock:
         When another process holds it (naming that process), or the lock file cannot
         be made.
     """
-    lock_path = Path(f"{ledger_path}.lock")
+    lock_path = Path(f"{real_ledger_path(ledger_path)}.lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -209,6 +226,30 @@ def lock_for_run(ledger_path: str | Path) -> RunLock:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return RunLock(lock_path, fd)
+
+
+def run_lock_held(ledger_path: str | Path) -> bool | None:
+    """Whether a live run holds the run lock of ``ledger_path`` now (``None``: cannot
+    tell, the lock file cannot be opened). No lock file: no run ever started, ``False``.
+
+    Readers (``gpuplan status``) use it to tell a live status from the last one a run
+    that has ended left behind. The probe is a shared, non-blocking lock given up at
+    once: it never waits, and it fails at once while a run holds the lock.
+    """
+    lock_path = Path(f"{real_ledger_path(ledger_path)}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return True if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES) else None
+    finally:
+        os.close(fd)  # also gives the probe's lock up
+    return False
 
 
 class Usage(NamedTuple):
@@ -301,7 +342,7 @@ class Ledger:
             # A WAL ledger with no writer attached has no -shm file, and a reader that may
             # not create one (a user reading the service's ledger) cannot open it. With
             # no -wal file either, the database file is the whole ledger: read it as is.
-            wal = source.with_name(source.name + "-wal")
+            wal = Path(f"{real_ledger_path(source)}-wal")
             if "readonly" not in str(exc) or wal.exists():
                 raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
         try:

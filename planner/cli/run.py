@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import time
+import traceback
 
 from planner.cli.errors import UsageError
 from planner.cli.options import require_positive
@@ -59,7 +60,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from planner.control import ControlLoop
-    from planner.executors import ExecutorError, default_registry
+    from planner.executors import ClusterState, ExecutorError, default_registry
+    from planner.executors.protocol import checked_call
+    from planner.ledger import real_ledger_path
     from planner.mip.backends import get_backend
     from planner.status_file import StatusBoard, status_path
 
@@ -96,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
     except (ExecutorError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
+    def observe() -> ClusterState:
+        return checked_call(args.executor, "observe", executor.observe, ClusterState)
+
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
@@ -106,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.ledger is None:
         progress("note: no --ledger given; usage is kept in memory only")
+    elif args.ledger.strip():
+        # The lock, run state and status are named after the real file: through a link,
+        # a second run would otherwise take a second lock on the same ledger.
+        args.ledger = real_ledger_path(args.ledger)
     board = StatusBoard(status_path(args.ledger) if args.ledger is not None else None)
     server = None
     if args.metrics_port is not None:
@@ -120,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--metrics-port {args.metrics_port}: cannot listen: {exc.strerror}") from None
     try:
         # Every check that can be made before acting; creates nothing when one fails.
-        setup = prepare_run(args.executor, args.ledger, time.time(), observe=executor.observe)
+        setup = prepare_run(args.executor, args.ledger, time.time(), observe=observe)
     except BaseException:
         close_executor()
         if server is not None:
@@ -136,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     loop = ControlLoop(scenario, executor, ledger, policy=args.policy,
                        policy_options=policy_options, run_state=run_state,
                        slice_seconds=args.slice_seconds, poll=args.poll, progress=progress,
-                       status=board)
+                       status=board, executor_name=args.executor)
 
     def stop(signum: int, _frame: object) -> None:
         progress(f"received {signal.Signals(signum).name}: stopping")
@@ -145,8 +155,11 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         summary = loop.run(args.epochs)
-    except RuntimeError as exc:  # the executor's commands failing for good
+    except RuntimeError as exc:  # the executor failing for good (ExecutorFailure names it)
+        if args.debug:
+            traceback.print_exc()
         print(f"gpuplan: error: {exc}", file=sys.stderr)
+        setup.close()
         return 1
     finally:
         for sig, handler in previous.items():

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Run ``gpuplan status``; returns the exit code."""
     from planner.fairshare import fair_share_ratio
-    from planner.ledger import Ledger, LedgerError
+    from planner.ledger import Ledger, LedgerError, run_lock_held
     from planner.status_file import StatusFileError, read_status, status_path
 
     path = args.ledger or os.environ.get(LEDGER_ENV)
@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     finally:
         ledger.close()
+    # A crashed or stopped run leaves its last status behind: say so, not "live".
+    ended = run_lock_held(path) is False
+    stale = ("no run holds the ledger's lock: this is the last status written by a run "
+             "that is no longer running" if ended else None)
 
     # The hours are the ledger's; share, ratio and headroom are what the scheduler used.
     rows = {p.project: p for p in status.projects}
@@ -93,11 +97,13 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if args.json:
+        if stale is not None:
+            print(f"note: {stale}", file=sys.stderr)
         print(json.dumps(status.model_dump(mode="json"), indent=2))
     elif args.job is not None:
-        print(_job_text(status, args.job))
+        print(_job_text(status, args.job, stale))
     else:
-        print(_tables(status, path))
+        print(_tables(status, path, stale))
     return 0
 
 
@@ -139,7 +145,7 @@ def _at(status: LiveStatus, t: float) -> str:
     return datetime.fromtimestamp(status.origin + t).strftime("%H:%M:%S")
 
 
-def _header(status: LiveStatus, ledger: str) -> str:
+def _header(status: LiveStatus, ledger: str, stale: str | None = None) -> str:
     from planner.reasons import wait_text, window_text
 
     age = max(time.time() - status.wall, 0.0)
@@ -150,10 +156,12 @@ def _header(status: LiveStatus, ledger: str) -> str:
     plan.append(f"{s.fallbacks_total} fallback(s)")
     who = " ".join(x for x in (status.policy and f"policy {status.policy}",
                                status.executor and f"on {status.executor}") if x)
+    kind = "live status" if stale is None else "last status"
     return (
-        f"{ledger}: live status of {_when(status.wall)} ({wait_text(age)} ago), scenario time "
+        f"{ledger}: {kind} of {_when(status.wall)} ({wait_text(age)} ago), scenario time "
         f"{wait_text(status.at)}{'; ' + who if who else ''}\n"
-        f"{', '.join(plan)}; GPU-hours are H100-equivalent, {window_text(status.lookback_s)}"
+        + (f"{stale}\n" if stale is not None else "")
+        + f"{', '.join(plan)}; GPU-hours are H100-equivalent, {window_text(status.lookback_s)}"
     )
 
 
@@ -171,10 +179,10 @@ QUEUE_HEADERS = ["POS", "JOB", "PROJECT", "USER", "GPUS", "WAIT", "REASON"]
 PREEMPT_HEADERS = ["AT", "JOB", "PROJECT", "USER", "REASON"]
 
 
-def _tables(status: LiveStatus, ledger: str) -> str:
+def _tables(status: LiveStatus, ledger: str, stale: str | None = None) -> str:
     from planner.reasons import wait_text
 
-    out = [_header(status, ledger), "", "projects (lowest ratio goes first)"]
+    out = [_header(status, ledger, stale), "", "projects (lowest ratio goes first)"]
     out.append(format_table(PROJECT_HEADERS, _project_rows(status)) if status.projects else "(none)")
     out += ["", "queue"]
     queue = [[q.position, q.job, q.project, q.user or "-", q.gpus, wait_text(q.wait_s), q.text]
@@ -187,7 +195,7 @@ def _tables(status: LiveStatus, ledger: str) -> str:
     return "\n".join(out)
 
 
-def _job_text(status: LiveStatus, job: str) -> str:
+def _job_text(status: LiveStatus, job: str, stale: str | None = None) -> str:
     from planner.reasons import wait_text, window_text
 
     line = status.job_line(job)
@@ -219,5 +227,8 @@ def _job_text(status: LiveStatus, job: str) -> str:
         )
     for pre in status.preemptions:
         lines.append(f"preempted at {_at(status, pre.at)}: {pre.reason}")
-    lines.append(f"(live status of {_when(status.wall)})")
+    if stale is None:
+        lines.append(f"(live status of {_when(status.wall)})")
+    else:
+        lines.append(f"(last status of {_when(status.wall)}; {stale})")
     return "\n".join(lines)

@@ -10,6 +10,7 @@
 
 from planner.executors.protocol import (
     Executor,
+    ExecutorFailure,
     ExecutorUnavailable,
     SupportsDrain,
     SupportsReasons,
@@ -21,6 +22,7 @@ from planner.executors.registry import (
     ENTRY_POINT_GROUP,
     ExecutorError,
     ExecutorFactory,
+    ExecutorOptionError,
     ExecutorRegistry,
     default_registry,
 )
@@ -40,6 +42,8 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "ExecutorFactory",
+    "ExecutorFailure",
+    "ExecutorOptionError",
     "ExecutorRegistry",
     "ExecutorUnavailable",
     "ObservedJob",

@@ -8,10 +8,14 @@ way Kueue's integrations offer ``JobWithCustomStop`` and friends.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, TypeVar, runtime_checkable
+
+from pydantic import ValidationError
 
 from models import Job, Plan
 from planner.executors.state import ActionResult, ApplyReport, ClusterState
+from scenarios.errors import from_validation_error
 
 
 @runtime_checkable
@@ -80,3 +84,54 @@ class ExecutorUnavailable(RuntimeError):
 
     The control loop catches it, waits and tries again; nothing about the plan is lost.
     """
+
+
+class ExecutorFailure(RuntimeError):
+    """A call into an executor raised something other than :class:`ExecutorUnavailable`,
+    or returned what the protocol does not allow; names the executor and the method.
+
+    The control loop stops on it (after recording usage up to then): retrying a plugin's
+    bug would repeat it every poll.
+    """
+
+    def __init__(self, executor: str, method: str, problem: str) -> None:
+        super().__init__(f"executor {executor!r}: {method}() {problem}")
+        self.executor = executor
+        self.method = method
+        self.problem = problem
+
+
+def describe_error(exc: BaseException, *, typed: bool = True) -> str:
+    """``exc`` in one line: its type (unless not ``typed``) and message; a pydantic
+    error: its first field."""
+    if isinstance(exc, ValidationError):
+        return f"invalid {from_validation_error(exc, None, prefix=exc.title)}"
+    lines = str(exc).strip().splitlines()
+    if not typed and lines:
+        return lines[0]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+_R = TypeVar("_R")
+
+
+def checked_call(executor: str, method: str, call: Callable[[], object], returns: type[_R]) -> _R:
+    """``call()`` (a method of executor ``executor``), whose result must be a ``returns``.
+
+    Raises
+    ------
+    ExecutorUnavailable
+        As raised by the call (the caller retries).
+    ExecutorFailure
+        When the call raises anything else, or returns something else.
+    """
+    try:
+        result = call()
+    except ExecutorUnavailable:
+        raise
+    except Exception as exc:  # a plugin's error of any kind stops the run, named
+        raise ExecutorFailure(executor, method, f"failed: {describe_error(exc)}") from exc
+    if not isinstance(result, returns):
+        got = "None" if result is None else f"a {type(result).__name__}"
+        raise ExecutorFailure(executor, method, f"returned {got}; expected {returns.__name__}")
+    return result

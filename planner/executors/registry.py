@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from models import Scenario
-from planner.executors.protocol import Executor
+from planner.executors.protocol import Executor, describe_error
 
 ENTRY_POINT_GROUP = "gpuplan.executors"
 
@@ -37,7 +37,13 @@ class ExecutorFactory(Protocol):
 
 
 class ExecutorError(LookupError):
-    """An executor name that is not registered, or a plugin that fails to load."""
+    """An executor name that is not registered, or a plugin that fails to load or to
+    build its executor (the message names it)."""
+
+
+class ExecutorOptionError(ExecutorError, ValueError):
+    """A factory refused its options (it raised ``KeyError``, ``ValueError`` or
+    ``TypeError``): bad input, naming the executor."""
 
 
 class _Loader(Protocol):
@@ -138,8 +144,34 @@ class ExecutorRegistry:
         return factory
 
     def create(self, name: str, scenario: Scenario, options: Mapping[str, str] | None = None) -> Executor:
-        """Build executor ``name`` for ``scenario``; checks it has ``observe`` and ``apply``."""
-        executor = self.factory(name)(scenario, dict(options or {}))
+        """Build executor ``name`` for ``scenario``; checks it has ``observe`` and ``apply``.
+
+        Raises
+        ------
+        ExecutorError
+            When ``name`` is unknown, its plugin cannot be loaded, or its factory fails
+            (:class:`ExecutorOptionError` for a ``KeyError``, ``ValueError`` or
+            ``TypeError``: options it refuses); the message names the executor.
+        """
+        given = dict(options or {})
+        factory = self.factory(name)
+        try:
+            executor = factory(scenario, given)
+        except KeyError as exc:
+            key = exc.args[0] if exc.args else None
+            if isinstance(key, str) and key not in given:  # ``options["url"]`` without -o url=
+                raise ExecutorOptionError(
+                    f"executor {name!r}: missing option {key!r} (give -o {key}=VALUE)"
+                ) from exc
+            raise ExecutorOptionError(f"executor {name!r}: bad options: {describe_error(exc)}") from exc
+        except ValueError as exc:
+            raise ExecutorOptionError(f"executor {name!r}: {describe_error(exc, typed=False)}") from exc
+        except TypeError as exc:
+            raise ExecutorOptionError(f"executor {name!r}: bad options: {describe_error(exc)}") from exc
+        except Exception as exc:  # a plugin's failure of any other kind, named
+            raise ExecutorError(
+                f"executor {name!r} ({self.origin(name)}) failed to start: {describe_error(exc)}"
+            ) from exc
         if not isinstance(executor, Executor):
             raise ExecutorError(
                 f"executor {name!r} ({self.origin(name)}) built a {type(executor).__name__}, "

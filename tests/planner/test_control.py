@@ -10,7 +10,14 @@ import pytest
 
 from models import Cluster, Job, NodeGroup, OrgUnit, Plan, Policy, Scenario, Workloads
 from planner.control import ControlLoop, RunState
-from planner.executors import ApplyReport, ClusterState, ExecutorUnavailable, ObservedJob
+from planner.executors import (
+    ApplyReport,
+    ClusterState,
+    ExecutorFailure,
+    ExecutorUnavailable,
+    ObservedJob,
+    ObservedNode,
+)
 from planner.executors.dryrun import DryRunExecutor
 from planner.ledger import Ledger
 from scenarios import load_scenario
@@ -388,3 +395,70 @@ def test_a_long_run_keeps_its_memory_bounded(tiny: Scenario, monkeypatch: pytest
     assert len(loop.core.log) <= 6 and len(summary.decisions) <= 6
     assert sum(summary.counts.values()) > 6
     assert summary.counts["start"] >= len({r[2] for r in summary.decisions if r[1] == "start"})
+
+
+class Broken(Flaky):
+    """A plugin that breaks after ``after`` seconds of scenario time: its observe raises
+    OSError, or its apply returns None."""
+
+    def __init__(self, inner: DryRunExecutor, clock: FakeTime, after: float, how: str) -> None:
+        super().__init__(inner, down=0)
+        self.clock, self.after, self.how, self.name = clock, after, how, "broken"
+        self.submit = inner.submit
+
+    def observe(self) -> ClusterState:
+        if self.how == "observe" and self.clock.t - ORIGIN >= self.after:
+            raise OSError("socket closed")
+        return self.inner.observe()
+
+    def apply(self, plan: Plan, slice_index: int) -> ApplyReport:
+        if self.how == "apply" and self.clock.t - ORIGIN >= self.after:
+            return None  # type: ignore[return-value]
+        return self.inner.apply(plan, slice_index)
+
+
+def test_an_executor_error_mid_run_stops_it_with_usage_recorded(tiny: Scenario) -> None:
+    """An observe raising something other than ExecutorUnavailable stops the run with an
+    error naming the executor and the method, after charging usage up to that moment."""
+    clock = FakeTime()
+    broken = Broken(DryRunExecutor(tiny, io.StringIO(), clock=clock.time), clock, 90.0, "observe")
+    ledger = Ledger()
+    lines: list[str] = []
+    with pytest.raises(ExecutorFailure, match=r"executor 'broken': observe\(\) failed: OSError: socket closed"):
+        _loop(tiny, broken, ledger, clock, progress=lines.append).run(epochs=1)
+    assert 90.0 <= _covered(ledger)[-1][1] < 100.0
+    assert lines[-1].startswith("stopped at ")
+
+
+def test_apply_returning_none_is_a_failure_not_a_success(tiny: Scenario) -> None:
+    """An apply that returns no report stops the run naming the method, instead of
+    counting the starts it did not make as done."""
+    clock = FakeTime()
+    broken = Broken(DryRunExecutor(tiny, io.StringIO(), clock=clock.time), clock, 0.0, "apply")
+    with pytest.raises(ExecutorFailure, match=r"'broken': apply\(\) returned None; expected ApplyReport"):
+        _loop(tiny, broken, Ledger(), clock).run(epochs=1)
+
+
+def test_an_executor_that_cannot_submit_is_warned_about_once(tiny: Scenario) -> None:
+    """Scenario jobs an executor without submit() would silently never run: one warning."""
+    clock = FakeTime()
+    lines: list[str] = []
+    flaky = Flaky(DryRunExecutor(tiny, io.StringIO(), clock=clock.time), down=0)
+    _loop(tiny, flaky, Ledger(), clock, progress=lines.append).run(epochs=1)
+    warnings = [line for line in lines if "cannot submit" in line]
+    assert len(warnings) == 1 and "'flaky'" in warnings[0]
+
+
+def test_node_names_spelt_otherwise_are_warned_about_by_name(tiny: Scenario) -> None:
+    """A node the executor reports under another spelling (case included) is named in one
+    warning, with the scenario's nodes it does not report."""
+    ours = tiny.nodes[0].name
+    theirs = ours.upper()
+    reported = (ObservedNode(name=theirs, native=theirs, gpus=8),
+                *(ObservedNode(name=n.name, native=n.name, gpus=8) for n in tiny.nodes[1:]))
+    lines: list[str] = []
+    _loop(tiny, Static(ClusterState(at=ORIGIN, nodes=reported)), Ledger(), FakeTime(),
+          progress=lines.append).run(epochs=1)
+    warnings = [line for line in lines if "node names must match" in line]
+    assert len(warnings) == 1
+    assert f"({ours})" in warnings[0] and f"({theirs})" in warnings[0]

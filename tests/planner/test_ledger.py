@@ -420,3 +420,28 @@ def test_open_read_only_refuses_a_file_that_is_not_a_ledger(tmp_path: Path) -> N
     with pytest.raises(LedgerError, match="x.sqlite"):
         Ledger.open_read_only(path)
 
+
+
+def test_a_run_lock_through_a_symbolic_link_is_the_same_lock(tmp_path: Path) -> None:
+    """A link to a ledger names the same ledger: its run is refused while the real
+    file's run holds the lock."""
+    real, alias = tmp_path / "u.sqlite", tmp_path / "alias.sqlite"
+    alias.symlink_to(real.name)
+    held = lock_for_run(real)
+    with pytest.raises(LedgerError, match="another gpuplan run is using this ledger"):
+        lock_for_run(alias)
+    held.release()
+    assert not (tmp_path / "alias.sqlite.lock").exists()
+
+
+def test_a_live_ledger_is_recognised_through_a_symbolic_link(tmp_path: Path) -> None:
+    """While a writer's schema and rows are still in the journal (beside the real file),
+    a link to the ledger is read as the gpuplan ledger it is."""
+    real, alias = tmp_path / "u.sqlite", tmp_path / "alias.sqlite"
+    alias.symlink_to(real.name)
+    with Ledger(real) as writer:
+        writer.record([Usage("a", 0.0, 3600.0, allocated_gpu_h=1.0, owed_gpu_h=2.0)])
+        assert inspect_ledger_file(alias) == "ours"
+        reader = Ledger.open_read_only(alias)
+        assert reader.window_totals(0.0, 3600.0)["a"].owed_gpu_h == 2.0
+        reader.close()

@@ -44,6 +44,12 @@ def test_status_path_is_next_to_the_ledger(tmp_path: Path) -> None:
     assert status_path(tmp_path / "usage.sqlite") == tmp_path / "usage.sqlite.status.json"
 
 
+def test_status_path_of_a_linked_ledger_is_beside_the_real_file(tmp_path: Path) -> None:
+    """A run through a link and a reader of the real file share one status file."""
+    (tmp_path / "alias.sqlite").symlink_to("u.sqlite")
+    assert status_path(tmp_path / "alias.sqlite") == tmp_path / "u.sqlite.status.json"
+
+
 def test_round_trip_is_exact(tmp_path: Path) -> None:
     """What is written is read back unchanged, histograms and enums included."""
     path = tmp_path / "s.json"

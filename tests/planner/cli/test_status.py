@@ -17,7 +17,7 @@ from models import (
     SchedulerCounters,
 )
 from planner.cli import main
-from planner.ledger import Ledger, Usage
+from planner.ledger import Ledger, Usage, lock_for_run
 from planner.status_file import status_path, write_status
 
 HOUR = 3600.0
@@ -173,3 +173,22 @@ def test_ledger_from_the_environment(ledger: Path, capsys: pytest.CaptureFixture
     monkeypatch.delenv("GPUPLAN_LEDGER")
     assert main(["status"]) == 2
     assert "--ledger" in capsys.readouterr().err
+
+
+def test_status_while_a_run_holds_the_lock_is_called_live(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """While a run holds the ledger's lock, its status is the live one."""
+    with lock_for_run(ledger):
+        assert main(["status", "--ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out
+    assert ": live status of " in out.splitlines()[0] and "no longer running" not in out
+
+
+def test_status_of_a_run_that_ended_says_so(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a crash or a stop (the lock file is there, nobody holds it) the status is
+    not called live: the header says no run holds the lock."""
+    lock_for_run(ledger).release()
+    assert main(["status", "--ledger", str(ledger)]) == 0
+    head = capsys.readouterr().out.splitlines()
+    assert ": last status of " in head[0]
+    assert head[1] == ("no run holds the ledger's lock: this is the last status written by a "
+                       "run that is no longer running")

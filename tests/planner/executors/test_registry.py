@@ -16,6 +16,7 @@ from planner.executors import (
     ClusterState,
     Executor,
     ExecutorError,
+    ExecutorOptionError,
     ExecutorRegistry,
     default_registry,
 )
@@ -127,3 +128,27 @@ def test_duplicate_registration_is_an_error() -> None:
     registry.register("x", _Plugin)
     with pytest.raises(ValueError, match="already registered"):
         registry.register("x", _Plugin)
+
+
+def test_options_a_factory_refuses_are_an_option_error_naming_it(scenario: Scenario) -> None:
+    """A factory's ValueError is bad input (an ExecutorOptionError), named by executor."""
+    registry = ExecutorRegistry()
+
+    def picky(scenario: Scenario, options: Mapping[str, str]) -> _Plugin:
+        raise ValueError("bad option zone=mars")
+
+    registry.register("picky", picky)
+    with pytest.raises(ExecutorOptionError, match=r"^executor 'picky': bad option zone=mars$"):
+        registry.create("picky", scenario, {"zone": "mars"})
+
+
+def test_a_factory_failing_otherwise_is_named(scenario: Scenario) -> None:
+    """Any other exception from a factory is an ExecutorError naming the executor."""
+    registry = ExecutorRegistry()
+
+    def offline(scenario: Scenario, options: Mapping[str, str]) -> _Plugin:
+        raise ConnectionError("platform offline")
+
+    registry.register("offline", offline)
+    with pytest.raises(ExecutorError, match="'offline'.*failed to start: ConnectionError: platform offline"):
+        registry.create("offline", scenario)
