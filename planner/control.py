@@ -478,7 +478,7 @@ class ControlLoop:
             # for a job still stopping is tried again at the next poll.
             if (r.action in ("start", "resume") and run is not None and run.status == "running"
                     and not r.detail.startswith("still stopping")):
-                core.preempt(run, f"executor: {r.detail}")
+                core.unstart(run, f"executor: {r.detail}")
                 self._report_decisions(core, summary)
 
     def _apply_retrying(self, plan: Plan) -> ApplyReport | None:

@@ -523,9 +523,10 @@ class Scheduler:
             run.counted = True
             self.preemptible_gpus += run.job.gpus
 
-    def _stop(self, run: JobRun) -> None:
+    def _stop(self, run: JobRun, ran: bool = True) -> None:
         assert run.status == "running"
-        self._meter_run(run, self.now)
+        if ran:
+            self._meter_run(run, self.now)
         self.cluster.give(run.nodes, run.per_node, run.index)
         self.touched.update(run.nodes)
         counted = run.job.gpus / len(run.nodes)
@@ -533,9 +534,10 @@ class Scheduler:
             self._node_busy[n] -= counted
             if n not in self.cluster.drained:
                 self._busy_nd -= counted
-        self.acct.segments.append(
-            (run.index, run.run_start, self.now, run.job.gpus * run.rate, run.charged)
-        )
+        if ran:
+            self.acct.segments.append(
+                (run.index, run.run_start, self.now, run.job.gpus * run.rate, run.charged)
+            )
         # Only what was counted: a run that ends at the instant its contract does stops
         # (finish events come first) before its contract timer would have counted it.
         if run.counted:
@@ -562,6 +564,21 @@ class Scheduler:
         run.pool = None
         run.nodes = ()
         self.record("requeue", run, reason)
+        self.policy.enqueue(run)
+
+    def unstart(self, run: JobRun, reason: str) -> None:
+        """Take back a start the cluster refused: the job never ran, so it goes back to
+        the queue as it was (no preemption, no progress lost, nothing charged, its start
+        and restart counts as before), and the log says ``start_failed``."""
+        self.record("start_failed", run, reason)
+        self._stop(run, ran=False)
+        if run.restarts > 0:
+            run.restarts -= 1
+        else:
+            run.first_start = math.nan
+        run.status = "queued"
+        run.pool = None
+        run.nodes = ()
         self.policy.enqueue(run)
 
     def _finish(self, run: JobRun) -> None:

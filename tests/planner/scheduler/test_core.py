@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -141,6 +142,22 @@ def test_the_status_says_a_job_waits_for_maintenance_ahead() -> None:
                          counters=SchedulerCounters())
     (waiting,) = status.queue
     assert waiting.reason is PendingReason.MAINTENANCE
+
+
+def test_a_start_the_cluster_refused_is_taken_back_not_preempted() -> None:
+    """unstart: the job is queued again as before its start (no preemption, no restart,
+    no first start, nothing charged), its GPUs are free, and the log says so."""
+    jobs = [Job(id="j", project="a", gpus=8, duration=3600.0, min_runtime=1800.0)]
+    e = _scheduler(jobs, "fairshare")
+    e.step(0.0, [Event(SUBMIT, "j")])
+    run = e.by_id["j"]
+    assert run.status == "running"
+    e.now = 60.0
+    e.unstart(run, "executor: refused")
+    assert (run.status, run.preemptions, run.restarts, run.progress) == ("queued", 0, 0, 0.0)
+    assert math.isnan(run.first_start)
+    assert e.cluster.total_free == 8 and e.acct.segments == []
+    assert [row[1] for row in e.log][-1] == "start_failed"
 
 
 def _grid_base() -> Scenario:
