@@ -353,6 +353,24 @@ def test_with_short_slices_a_restarted_job_is_spared_a_quarter_hour() -> None:
     assert not policy._young(u)
 
 
+@pytest.mark.parametrize(("resumable", "ran", "spared"),
+                         [(False, 600.0, False), (False, 1200.0, True), (True, 1200.0, False)])
+def test_the_lanes_spare_non_resumable_work_with_progress_to_lose(
+    resumable: bool, ran: float, spared: bool
+) -> None:
+    """Free work never restarted: the lanes may displace it, unless it is non-resumable
+    and has run more than a slice (15 min): its progress would be lost."""
+    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+                "resumable": resumable}], nodes=1, shares={"a": 1})
+    policy = HandPlanned(_two_slices((), ()))
+    core = Scheduler(s, policy)
+    core.step(0.0, [Event(SUBMIT, "U")])
+    u = core.by_id["U"]
+    u.status, u.run_start = "running", 0.0
+    core.now = ran
+    assert policy._spared(u) is spared
+
+
 def test_an_unknown_fast_lane_keeps_is_refused() -> None:
     """A misspelt setting would otherwise act as ``none`` without a word."""
     with pytest.raises(ValueError, match="fast_lane_keeps: expected one of funded, gangs, none, got 'all'"):
