@@ -9,6 +9,7 @@ from planner.cli.options import require_positive
 from planner.cli.plan import add_time_option, load_snapshot
 from planner.mip import explain_job, plan_epoch
 from planner.mip.backends import BACKENDS
+from planner.mip.explain import clock
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,11 +40,11 @@ def run(args: argparse.Namespace) -> int:
         job = known[args.job]
         end = job.submit + job.duration if job.duration is not None else None
         when = (
-            f"it is submitted at {job.submit:g}s"
+            f"it is submitted at {clock(job.submit)}"
             if job.submit > snap.now
-            else f"it would have completed by {end:g}s"
+            else f"it would have completed by {clock(end or snap.now)}"
         )
-        print(f"job {args.job}: not in the queue at {snap.now:g}s ({when})")
+        print(f"job {args.job}: not in the queue at {clock(snap.now)} ({when})")
         return 0
     plan = plan_epoch(snap, backend=args.backend, time_limit=args.time_limit)
     print(explain_job(plan, snap, args.job))

@@ -70,7 +70,8 @@ def test_explain_unknown_job_exits_2(capsys: pytest.CaptureFixture[str]) -> None
 def test_explain_job_not_yet_submitted(capsys: pytest.CaptureFixture[str]) -> None:
     """A job submitted after TIME is reported as not in the queue yet."""
     assert main(["explain", "tiny", "j12", "--at", "1h"]) == 0
-    assert "not in the queue" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "not in the queue at 01h00m (it is submitted at " in out
 
 
 @pytest.mark.parametrize("where", ["under a file", "a directory"])
