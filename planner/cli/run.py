@@ -148,13 +148,25 @@ def run(args: argparse.Namespace) -> int:
                        slice_seconds=args.slice_seconds, poll=args.poll, progress=progress,
                        status=board, executor_name=args.executor)
 
+    stopping = False
+
     def stop(signum: int, _frame: object) -> None:
-        progress(f"received {signal.Signals(signum).name}: stopping")
+        nonlocal stopping
+        name = signal.Signals(signum).name
+        if stopping:
+            # A call into the executor that hangs would otherwise hold the stop forever.
+            progress(f"received {name} again: stopping now, without waiting for the executor")
+            raise KeyboardInterrupt
+        stopping = True
+        progress(f"received {name}: stopping (send it again to stop at once)")
         loop.request_stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         summary = loop.run(args.epochs)
+    except KeyboardInterrupt:  # the second signal: usage up to now was recorded on the way
+        setup.close()
+        return 130
     except RuntimeError as exc:  # the executor failing for good (ExecutorFailure names it)
         if args.debug:
             traceback.print_exc()

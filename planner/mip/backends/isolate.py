@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +46,9 @@ class Unavailable(RuntimeError):
 
 def serve(fd: int) -> None:
     """The child's loop: run each ``(function, args)`` received and send the outcome."""
+    # Ctrl-C at a terminal reaches the whole process group: the parent decides what a
+    # stop means (and ends this child); here it would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
     while True:
         try:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import json
+import os
+import signal
 import sys
+import threading
+import time
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -128,6 +132,8 @@ class _Plugin:
         self.observed += 1
         if self.fail == "first-observe" or (self.fail == "later-observe" and self.observed > 5):
             raise OSError("socket closed")
+        if self.fail == "hang" and self.observed > 5:
+            time.sleep(60)  # a call that never returns in time
         return self.inner.observe()
 
     def apply(self, plan: Plan, slice_index: int) -> ApplyReport:
@@ -190,5 +196,26 @@ def test_a_plugin_failing_mid_run_exits_1_after_recording_usage(
     assert "Traceback" not in err
     assert err.splitlines()[-2].startswith("stopped at ")
     assert err.splitlines()[-1] == "gpuplan: error: executor 'plug': observe() failed: OSError: socket closed"
+    with Ledger(tmp_path / "u.sqlite") as ledger:
+        assert len(ledger) > 0
+
+
+def test_a_second_signal_stops_a_run_whose_executor_hangs(
+    plugin: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM asks for a stop at the next safe moment, which a hanging observe() never
+    reaches; a second one stops at once (exit 130), with the usage up to then recorded."""
+    def signal_twice() -> None:
+        time.sleep(1.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=signal_twice, daemon=True).start()
+    started = time.monotonic()
+    assert _run_plugin(tmp_path, "--executor", "plug", "-o", "fail=hang") == 130
+    assert time.monotonic() - started < 30
+    err = capsys.readouterr().err
+    assert "received SIGTERM again: stopping now" in err and "Traceback" not in err
     with Ledger(tmp_path / "u.sqlite") as ledger:
         assert len(ledger) > 0
