@@ -150,6 +150,11 @@ class Isolated:
                         code = self._proc.wait(timeout=2)
                 self._stop()
                 raise SolverDied(f"the solver process died (exit code {code})") from exc
+            except BaseException:
+                # Ctrl-C (which the child ignores) while it works: its answer would come
+                # back to the next call, so it goes.
+                self._stop()
+                raise
             if kind == "error":
                 raise RuntimeError(payload)
             return payload

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 
 import pytest
@@ -64,6 +66,29 @@ def test_a_hung_child_is_killed_after_the_grace_period(child: Isolated) -> None:
     with pytest.raises(SolverDied, match="no answer"):
         child.call(time.sleep, (30.0,), timeout=0.2)
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_ctrl_c_reaches_the_parent_not_the_child_and_the_next_call_gets_its_own_answer(
+    child: Isolated,
+) -> None:
+    """SIGINT to both (as Ctrl-C sends it to the terminal's process group, not sent to
+    the group here: that holds the test runner too): the child ignores it; the parent's
+    KeyboardInterrupt ends the child mid-call, so the next call gets its own answer."""
+    first = child.call(os.getpid, (), timeout=30.0)
+
+    def ctrl_c() -> None:
+        os.kill(first, signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            child.call(time.sleep, (3.0,), timeout=30.0)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert child.call(os.getpid, (), timeout=30.0) not in (first, os.getpid(), None)
 
 
 def test_an_exception_in_the_child_comes_back_as_an_error(child: Isolated) -> None:
