@@ -28,7 +28,11 @@ def test_edit_a_programs_percentage_run_the_whatif_and_read_the_program_deltas(t
         try:
             drive.open_app(page, url, "tiny")
             drive.edit_percent(page, "research", 60)
-            assert page.get_by_text("Applied: research 75.0 % → 60.0 %. Rescaled to keep 100 %: infra.").is_visible()
+            # On a loaded machine the rerun may start after edit_percent's idle check:
+            # wait for its answer (wait_for fails the test if it never comes).
+            page.get_by_text("Applied: research 75.0 % → 60.0 %. Rescaled to keep 100 %: infra.").wait_for(
+                timeout=60_000
+            )
             assert page.get_by_text("40.0 % of parent (+15.0 points, rescaled)").is_visible()
 
             drive.run_whatif(page)
