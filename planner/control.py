@@ -88,6 +88,10 @@ __all__ = ["ControlLoop", "RunState", "RunSummary", "live_scenario"]
 DECISION_EVENTS = ("start", "resume", "preempt", "hold", "release", "finish", "adopt")
 """Event-log rows the loop reports as one line each."""
 
+RESUBMIT_MAX_WAIT = 300.0
+"""A submit the cluster refused is tried again a poll later, then twice as long after
+each refusal, up to this many seconds."""
+
 LOG_KEEP = 20_000
 """Rows of the scheduler's log (and of :attr:`RunSummary.decisions` and ``reports``) a
 live run keeps: a service runs for months, and what it decided is in its log lines and
@@ -211,6 +215,7 @@ class ControlLoop:
         self._stop = False
         self._arrivals = sorted(self.scenario.jobs, key=lambda j: j.submit)
         self._next_arrival = 0
+        self._resubmit: list[tuple[float, int, Job]] = []  # (when, refusals, job)
         self._maintenance = sorted(maintenance_events(self.scenario), key=lambda x: x[0])
         self._next_maintenance = 0
         self._observed_drained: set[str] = set()
@@ -347,15 +352,23 @@ class ControlLoop:
         events: list[Event] = []
         arrivals = self._arrivals
         can_submit = isinstance(self.executor, SupportsSubmit)
+        # Submits the cluster refused before, when due again; then the new arrivals.
+        todo = [(tries, job) for at, tries, job in self._resubmit if at <= now]
+        self._resubmit = [item for item in self._resubmit if item[0] > now]
         while self._next_arrival < len(arrivals) and arrivals[self._next_arrival].submit <= now:
-            job = arrivals[self._next_arrival]
+            todo.append((0, arrivals[self._next_arrival]))
             self._next_arrival += 1
+        for tries, job in todo:
             if job.id in self.run_state.submitted or not can_submit:
                 continue
             assert isinstance(self.executor, SupportsSubmit)
             result = self._retry(self._call("submit", ActionResult, job))
             if not result.ok:
-                self.progress(f"submit {job.id}: failed: {result.detail}")
+                self._errors += 1
+                summary.failed_total = self._errors
+                wait = min(self.poll * 2**tries, RESUBMIT_MAX_WAIT)
+                self.progress(f"submit {job.id}: failed: {result.detail} (trying again in {wait:g}s)")
+                self._resubmit.append((now + wait, tries + 1, job))
                 continue
             self.run_state.submitted.add(job.id)
             self.run_state.save()

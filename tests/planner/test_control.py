@@ -11,6 +11,7 @@ import pytest
 from models import Cluster, Job, NodeGroup, OrgUnit, Plan, Policy, Scenario, Workloads
 from planner.control import ControlLoop, RunState
 from planner.executors import (
+    ActionResult,
     ApplyReport,
     ClusterState,
     ExecutorFailure,
@@ -462,3 +463,31 @@ def test_node_names_spelt_otherwise_are_warned_about_by_name(tiny: Scenario) -> 
     warnings = [line for line in lines if "node names must match" in line]
     assert len(warnings) == 1
     assert f"({ours})" in warnings[0] and f"({theirs})" in warnings[0]
+
+
+class RefusesOnce(Flaky):
+    """Its cluster refuses the first submit of each job (a transient error)."""
+
+    def __init__(self, inner: DryRunExecutor) -> None:
+        super().__init__(inner, down=0)
+        self.name = "refuses-once"
+        self.refused: set[str] = set()
+
+    def submit(self, job: Job) -> ActionResult:
+        if job.id not in self.refused:
+            self.refused.add(job.id)
+            return ActionResult(job=job.id, action="submit", ok=False, detail="try later")
+        return self.inner.submit(job)
+
+
+def test_a_refused_submit_is_tried_again_in_the_same_run(tiny: Scenario) -> None:
+    """Every first submit is refused: each job is submitted a poll later, in this run,
+    and the refusals count as failed actions."""
+    clock = FakeTime()
+    ex = RefusesOnce(DryRunExecutor(tiny, io.StringIO(), clock=clock.time))
+    lines: list[str] = []
+    summary = _loop(tiny, ex, Ledger(), clock, progress=lines.append).run(epochs=1)
+    due = [j.id for j in tiny.jobs if j.submit <= 60.0 * 4 - 5.0]
+    assert due and set(due) <= set(summary.submitted)
+    assert summary.failed_total >= len(due)
+    assert any("trying again in 5s" in line for line in lines)
