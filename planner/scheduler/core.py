@@ -169,7 +169,8 @@ class Scheduler:
             (s, n) for n, spans in maintenance_windows(scenario).items() for s, _ in spans
         )
         self._fence_at = 0  # the first of them not yet opened
-        self._fence: tuple[float, float, frozenset[str]] = (math.nan, math.nan, frozenset())
+        self._fence: dict[float, frozenset[str]] = {}  # by contract, at ``_fence_now``
+        self._fence_now = math.nan
         self._last_t = start
         self.charge_every = scenario.policy.slice_length
         self._push(self.charge_every * (math.floor(start / self.charge_every) + 1), CHARGE, None)
@@ -213,15 +214,17 @@ class Scheduler:
         if (contract <= 0 or i == len(starts) or starts[i][0] >= self.now + contract
                 or not self.scenario.policy.maintenance_fence):
             return frozenset()  # the common case: no window opens within the contract
-        now, upto, found = self._fence
-        if now != self.now or upto != contract:
+        if self._fence_now != self.now:
+            self._fence_now = self.now
+            self._fence.clear()
+        found = self._fence.get(contract)
+        if found is None:
             names = set()
             for s, n in starts[i:]:
                 if not holds_up_drain(s, self.now, contract):
                     break  # in time order: every later window opens after the contract
                 names.add(n)
-            found = frozenset(names)
-            self._fence = (self.now, contract, found)
+            found = self._fence[contract] = frozenset(names)
         return found
 
     def open_free(self, ps: PoolState, contract: float) -> Mapping[str, int]:
