@@ -247,6 +247,14 @@ class Scheduler:
         org = org_at(self.scenario, self.now if at is None else at)
         return water_fill(org, self.demand(), self.cluster.available_h100)
 
+    def _owed_from_submitted(self, at: float) -> dict[str, float]:
+        """:meth:`owed_gpus` at ``at`` over the queued and running work submitted by then."""
+        demand: dict[str, float] = {}
+        for run in self.runs:
+            if run.status in ("queued", "running") and run.job.submit <= at:
+                demand[run.job.project] = demand.get(run.job.project, 0.0) + run.h100_demand
+        return water_fill(org_at(self.scenario, at), demand, self.cluster.available_h100)
+
     def standings(self) -> dict[str, ProjectStanding]:
         """Every project's standing now, from the ledger (budgets are shares of the whole
         cluster, drained nodes included; owed shares of what is not drained)."""
@@ -420,7 +428,17 @@ class Scheduler:
             return
         for run in self.running.values():
             self._meter_run(run, end)
-        self.meter.owe(self.owed_gpus(at=start), end - start)
+        if end - start > self.charge_every + 1e-6:
+            # Time no scheduler watched (a live run restarted after an outage): owed slice
+            # by slice, from the work submitted by then; a job that arrived during the
+            # outage is not owed for the time before it came.
+            t = start
+            while t < end - 1e-9:
+                t1 = min(t + self.charge_every, end)
+                self.meter.owe(self._owed_from_submitted(t), t1 - t)
+                t = t1
+        else:
+            self.meter.owe(self.owed_gpus(at=start), end - start)
         self.ledger.record(self.meter.flush(start, end))
         self.charged_from = end
         for hook in self.charge_hooks:

@@ -160,6 +160,26 @@ def test_a_start_the_cluster_refused_is_taken_back_not_preempted() -> None:
     assert [row[1] for row in e.log][-1] == "start_failed"
 
 
+def test_an_outage_is_owed_only_to_work_submitted_by_then() -> None:
+    """A live run restarts at 2 h with its ledger charged to 0: a's job came at 0, b's at
+    1 h 20 min. a is owed the one node alone until b's job is there (from the 1 h 30 min
+    slice on), then half: 8 x 1.5 + 4 x 0.75 = 15 GPU-h; b 4 x 0.75 = 3 (both 9 when the
+    demand at the restart was owed for the whole outage)."""
+    jobs = [Job(id="A", project="a", gpus=8, duration=36000.0, min_runtime=1800.0),
+            Job(id="B", project="b", gpus=8, duration=36000.0, min_runtime=1800.0, submit=4800.0)]
+    scenario = Scenario(
+        name="outage",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
+        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
+        workloads=Workloads(jobs=tuple(jobs)),
+    )
+    e = Scheduler(scenario, make_policy("fairshare"), start=7200.0, charged_until=0.0)
+    e.step(7200.0, [Event(SUBMIT, "A"), Event(SUBMIT, "B")])
+    e.step(8100.0)
+    owed = {u.project: u.owed_gpu_h for u in e.ledger.records() if u.end == 8100.0}
+    assert owed == pytest.approx({"a": 15.0, "b": 3.0})
+
+
 def _grid_base() -> Scenario:
     return Scenario(
         name="grid",
