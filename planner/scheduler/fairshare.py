@@ -134,8 +134,12 @@ class FairSharePolicy:
         e = self.engine
         if not dirty:
             # Only submissions happened: the last pass left nothing that fits, so only
-            # the new jobs can start (each at its own rank).
-            for run in sorted(new, key=lambda r: (self.ratio[r.job.project], within_project(r))):
+            # the new jobs can start (each at its own rank), funded work first as in a
+            # full pass: free work started first would be the victim of funded work
+            # submitted at the same instant, a run of no length.
+            order = sorted(new, key=lambda r: (not r.job.allocated, self.ratio[r.job.project],
+                                               within_project(r)))
+            for run in order:
                 if run.status == "queued":
                     self._try(run, allow_preempt=True)
             return

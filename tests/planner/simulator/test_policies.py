@@ -305,3 +305,21 @@ def test_legacy_never_preempts_a_job_at_the_instant_it_started(seed):
             zero.append(job)
     assert (ev["event"] == "preempt").any()
     assert zero == []
+
+
+def test_fairshare_starts_funded_arrivals_before_free_ones_of_the_same_instant(scenario):
+    """A free job and a funded one arrive at once for the only node: the funded one
+    starts; the free one is not started and preempted at that instant (a run of no
+    length), it waits."""
+    s = scenario(
+        [
+            {"id": "U", "project": "a", "gpus": 8, "duration": H, "min_runtime": 0},
+            {"id": "F", "project": "b", "gpus": 8, "duration": H, "min_runtime": 1800},
+        ],
+        nodes=1,
+        shares={"a": 1.0, "b": 1.0},
+    )
+    r = simulate(s, "fairshare", days=3 / 24)
+    ev = r.events
+    assert list(ev[ev["event"] == "start"]["job"]) == ["F", "U"]
+    assert r.summary["preemptions"] == 0
