@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,17 +95,9 @@ def check_slices(file: str, scenario: Scenario, days: float | None) -> None:
         )
 
 
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     from planner.simulator import simulate
-    from planner.simulator.report import summary_rows, write_report
+    from planner.simulator.report import summary_json, summary_rows, write_report
 
     policies = parse_policies(args.policy)
     if args.days is not None:
@@ -143,11 +134,14 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"{args.scenario}: {exc}") from None
     rows = summary_rows(results)
-    print(f"scenario {scenario.name!r}: {len(scenario.jobs)} jobs, "
-          f"{next(iter(results.values())).horizon / 3600:g} h simulated")
+    horizon = next(iter(results.values())).horizon
+    within = sum(1 for j in scenario.jobs if j.submit < horizon)
+    count = (f"{len(scenario.jobs)} jobs" if within == len(scenario.jobs)
+             else f"{within:,} of its {len(scenario.jobs):,} jobs submitted")
+    print(f"scenario {scenario.name!r}: {count} in {horizon / 3600:g} h simulated")
     print(format_table(["metric", *policies], [[k, *v] for k, v in rows]))
     if out is not None:
-        summary = {"policies": {n: _json_ready(r.summary) for n, r in results.items()}}
+        summary = summary_json(results)
         projects = pd.concat(
             [r.projects.assign(policy=n) for n, r in results.items()], ignore_index=True
         ).pipe(_policy_first)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -122,9 +123,25 @@ def render(results: Mapping[str, SimulationResult], title: str = "") -> str:
         f"<table><tr><th>metric</th>{head}</tr>{body}</table>"
         + "".join(plots)
         + "<script type='application/json' id='summary'>"
-        + html.escape(json.dumps({n: results[n].summary for n in names}))
+        # JSON as summary.json has it; inside <script> entities are not decoded, so only
+        # "</" is escaped (a string could otherwise end the element).
+        + json.dumps(summary_json(results)).replace("</", "<\\/")
         + "</script></body></html>"
     )
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with non-finite floats as ``None`` (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def summary_json(results: Mapping[str, SimulationResult]) -> dict[str, Any]:
+    """What ``summary.json`` holds: each policy's summary, under ``policies``."""
+    return {"policies": {n: json_ready(r.summary) for n, r in results.items()}}
 
 
 def write_report(results: Mapping[str, SimulationResult], path: str | Path) -> None:

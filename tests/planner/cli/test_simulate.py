@@ -35,6 +35,9 @@ def test_simulate_writes_the_four_files_with_exact_keys(
     assert {"policy", "project", "owed_gpu_h", "delivered_gpu_h", "delivered_over_owed"} <= set(projects.columns)
     html = (out / "report.html").read_text()
     assert "Plotly.newPlot" in html
+    # The summary the report carries is summary.json itself, readable by JSON.parse.
+    embedded = html.split("<script type='application/json' id='summary'>")[1].split("</script>")[0]
+    assert json.loads(embedded) == summary
     assert "<script src=" not in html  # plotly.js is inline: the report works offline
     table = capsys.readouterr().out
     assert "delivered_over_owed" in table and "fairshare" in table
