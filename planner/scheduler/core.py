@@ -649,6 +649,18 @@ class Scheduler:
                 w["free_at"] = self.now
                 self.record("drained", None, _tag_text(w["index"]), w["nodes"])
 
+    def finish_only(self, now: float, events: Sequence[Event]) -> None:
+        """Apply the completions among ``events`` at ``now``, and nothing else (no timer,
+        no scheduling pass): the simulation's last instant, its horizon, where a job that
+        ends is done, not cut off, but nothing starts any more."""
+        self._advance(now)
+        self.now = max(self.now, now)
+        for e in events:
+            if e.kind == FINISH:
+                run = self._finished_run(e.payload)
+                if run is not None:
+                    self._finish(run)
+
     def close_books(self, at: float) -> None:
         """Bring the time integrals to ``at`` and close the running segments there (the
         end of a simulation: they end at the horizon, not as completions)."""

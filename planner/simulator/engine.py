@@ -145,6 +145,9 @@ class Engine:
             if report is not None and h > shown:
                 report(h, total_h)
                 shown = h
+        # Jobs that end exactly at the horizon are done (the default horizon is chosen
+        # to let the last of them end).
+        core.finish_only(self.horizon, [e for when, _, _, e in heap if when == self.horizon])
         core.close_books(self.horizon)
         if report is not None:
             report(total_h, total_h)

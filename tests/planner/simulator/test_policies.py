@@ -323,3 +323,15 @@ def test_fairshare_starts_funded_arrivals_before_free_ones_of_the_same_instant(s
     ev = r.events
     assert list(ev[ev["event"] == "start"]["job"]) == ["F", "U"]
     assert r.summary["preemptions"] == 0
+
+
+@pytest.mark.parametrize("policy", ["legacy", "fairshare", "mip"])
+def test_a_job_that_ends_at_the_horizon_is_finished(scenario, policy):
+    """Submitted at 30 min for 90 min: the default horizon (2 h) is where it ends, and it
+    is reported finished there, not cut off."""
+    s = scenario([{"id": "j", "project": "a", "gpus": 4, "duration": 1.5 * H, "min_runtime": 0,
+                   "submit": 0.5 * H, "resumable": True}])
+    jobs = simulate(s, policy).jobs.set_index("job")
+    assert jobs.loc["j", "end"] == pytest.approx(2 * H)
+    assert bool(jobs.loc["j", "finished"])
+    assert check_result(s, simulate(s, policy)) == []
