@@ -94,6 +94,13 @@ def real_ledger_path(path: str | Path) -> str:
     return given if real == os.path.abspath(given) else real
 
 
+def beside_ledger(ledger: str | Path, suffix: str) -> Path:
+    """The file kept beside ``ledger`` with ``suffix`` (``-wal``, ``.lock``,
+    ``.run.json``, ``.status.json``), named after the real file
+    (:func:`real_ledger_path`)."""
+    return Path(f"{real_ledger_path(ledger)}{suffix}")
+
+
 def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
     """Whether ``path`` is a ledger to create (``"new"``) or a gpuplan ledger (``"ours"``).
 
@@ -126,7 +133,7 @@ def inspect_ledger_file(path: str | Path) -> Literal["new", "ours"]:
     except OSError as exc:
         raise LedgerError(f"{file}: cannot read the ledger: {exc.strerror}") from None
     # SQLite keeps the journal beside the real file, not beside a link to it.
-    wal = f"{real_ledger_path(file)}-wal"
+    wal = beside_ledger(file, "-wal")
     # A 0-byte main file with a -wal beside it is a ledger another process is creating.
     creating = not head and os.path.exists(wal)
     if head != SQLITE_MAGIC and not creating:
@@ -207,7 +214,7 @@ def lock_for_run(ledger_path: str | Path) -> RunLock:
         When another process holds it (naming that process), or the lock file cannot
         be made.
     """
-    lock_path = Path(f"{real_ledger_path(ledger_path)}.lock")
+    lock_path = beside_ledger(ledger_path, ".lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -236,7 +243,7 @@ def run_lock_held(ledger_path: str | Path) -> bool | None:
     that has ended left behind. The probe is a shared, non-blocking lock given up at
     once: it never waits, and it fails at once while a run holds the lock.
     """
-    lock_path = Path(f"{real_ledger_path(ledger_path)}.lock")
+    lock_path = beside_ledger(ledger_path, ".lock")
     try:
         fd = os.open(lock_path, os.O_RDONLY)
     except FileNotFoundError:
@@ -342,7 +349,7 @@ class Ledger:
             # A WAL ledger with no writer attached has no -shm file, and a reader that may
             # not create one (a user reading the service's ledger) cannot open it. With
             # no -wal file either, the database file is the whole ledger: read it as is.
-            wal = Path(f"{real_ledger_path(source)}-wal")
+            wal = beside_ledger(source, "-wal")
             if "readonly" not in str(exc) or wal.exists():
                 raise LedgerError(f"{source}: cannot open the ledger: {exc}") from None
         try:

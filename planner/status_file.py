@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from models import LiveStatus
-from planner.ledger import real_ledger_path
+from planner.ledger import beside_ledger
 
 
 class StatusFileError(ValueError):
@@ -24,7 +24,7 @@ class StatusFileError(ValueError):
 def status_path(ledger: str | Path) -> Path:
     """Where the live status of the run on ``ledger`` is kept: ``LEDGER.status.json``,
     beside the real file when ``ledger`` is a symbolic link (one status per ledger)."""
-    return Path(f"{real_ledger_path(ledger)}.status.json")
+    return beside_ledger(ledger, ".status.json")
 
 
 def write_status(path: str | Path, status: LiveStatus) -> None:

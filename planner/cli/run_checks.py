@@ -13,11 +13,17 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from planner.cli.errors import UsageError
-from planner.ledger import Ledger, RunLock, check_writable, inspect_ledger_file, lock_for_run
+from planner.ledger import (
+    Ledger,
+    RunLock,
+    beside_ledger,
+    check_writable,
+    inspect_ledger_file,
+    lock_for_run,
+)
 from planner.runstate import RunState
 
 #: The commands the ``slurm`` executor runs.
@@ -69,7 +75,7 @@ def prepare_run(
     if ledger_path is not None and not ledger_path.strip():
         raise UsageError("--ledger: give a file path (leave the option out to keep usage in memory)")
     check_executor_installed(executor)
-    state_file = Path(f"{ledger_path}.run.json") if ledger_path is not None else None
+    state_file = beside_ledger(ledger_path, ".run.json") if ledger_path is not None else None
     if ledger_path is not None and state_file is not None:
         inspect_ledger_file(ledger_path)
         check_writable(ledger_path)
