@@ -123,9 +123,9 @@ class Board:
         # Only nodes the gang could use: room for a single-node gang, whole for the
         # nodes of a multi-node one (the first slice rules most nodes out cheaply).
         need = min(gpus, pool.gpus_per_node)
-        drained = any(pool.drained[k] for k in range(first, last))
+        # Maintenance in reach (most pools have none): only then is a node's rule asked.
+        near = bool(pool.drain_opens) or any(pool.drained[k] for k in range(first, last))
         t0 = self.epoch.slice_start(first)
-        fence = pool.drain_opens if contract > 0 else {}
         for n in pool.nodes:
             slots = self.free[n]
             if slots[first] < need:
@@ -133,9 +133,7 @@ class Board:
             window = min(slots[first:last])
             if window < need:
                 continue
-            if drained and any(n in pool.drained[k] for k in range(first, last)):
-                continue
-            if fence and n in fence and pool.fenced(n, t0, contract):
+            if near and pool.keeps_off(n, first, last, t0, contract):
                 continue
             free[n] = window
         if not prefer and 2 * gpus <= pool.gpus_per_node:

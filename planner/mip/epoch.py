@@ -48,6 +48,13 @@ class SubPool:
         would hold a drain up (:func:`planner.placement.holds_up_drain`)."""
         return any(holds_up_drain(w, start, contract) for w in self.drain_opens.get(node, ()))
 
+    def keeps_off(self, node: str, first: int, last: int, start: float, contract: float) -> bool:
+        """Whether a start running slices ``first .. last-1`` (from ``start``, protected
+        for ``contract`` seconds) may not take ``node``: it is drained in one of those
+        slices, or its maintenance opens within the contract."""
+        return (any(node in self.drained[k] for k in range(first, last))
+                or self.fenced(node, start, contract))
+
     def open_nodes(self, k: int) -> int:
         """Nodes that may hold work in slice ``k``."""
         return len(self.nodes) - len(self.drained[k])

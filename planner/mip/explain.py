@@ -116,8 +116,7 @@ def _usable_free(
     t0 = epoch.slice_start(first)
     windowed = set(pool.drain_opens).union(*pool.drained)
     return board.pool_free(pool, first) - sum(
-        board.free[n][first] for n in windowed
-        if pool.fenced(n, t0, contract) or any(n in pool.drained[k] for k in range(first, last))
+        board.free[n][first] for n in windowed if pool.keeps_off(n, first, last, t0, contract)
     )
 
 
