@@ -718,9 +718,7 @@ def try_place(
         return None
     for pool, ps, max_size in cl.allowed_pools(job):  # candidate_pools, inlined
         if ps.can_fit(gpus, max_size):
-            free = ps.open_free
-            if fenced:
-                free = {n: f for n, f in free.items() if n not in fenced}
+            free = engine.open_free(ps, contract) if fenced else ps.open_free  # hot path
             nodes = place_gang(free, ps.size, gpus, prefer)
             if nodes is not None:
                 return pool, nodes

@@ -354,10 +354,7 @@ class MipPolicy:
                     n in cl.nodes and n not in cl.drained and cl.free[n] >= per_node for n in nodes
                 )
         if not ok:
-            free = e.open_free(ps, contract)
-            if self.held:
-                free = {n: f for n, f in free.items() if n not in self.held}
-            alt = place_gang(free, ps.size, run.job.gpus, prefer=nodes)
+            alt = place_gang(self._open_off_held(ps, contract), ps.size, run.job.gpus, prefer=nodes)
             if alt is None:
                 if run.job.id not in self.failed_starts:
                     self.failed_starts.add(run.job.id)
@@ -385,9 +382,16 @@ class MipPolicy:
         """Nodes of ``ps`` off held nodes where ``run`` fits on GPUs idle now that no other
         planned start of this epoch needs (this start's own reservation, on its planned
         nodes, counts too: conservative)."""
-        free = {n: f for n, f in self.engine.open_free(ps, contract).items()
-                if n not in self.held}
+        free = self._open_off_held(ps, contract)
         return place_gang(self._unreserved(free, run, until=math.inf), ps.size, run.job.gpus)
+
+    def _open_off_held(self, ps: Any, contract: float) -> Mapping[str, int]:
+        """The free GPUs of ``ps`` a start protected for ``contract`` seconds may take
+        (:meth:`Scheduler.open_free`), held nodes left out."""
+        free = self.engine.open_free(ps, contract)
+        if not self.held:
+            return free
+        return {n: f for n, f in free.items() if n not in self.held}
 
     def _current_slice(self) -> int:
         assert self.plan is not None
@@ -625,8 +629,7 @@ class MipPolicy:
         e = self.engine
         contract = _contract(run, run.job.allocated)
         for pool, ps in candidate_pools(e, run.job):
-            free = {n: f for n, f in e.open_free(ps, contract).items() if n not in self.held}
-            nodes = place_gang(free, ps.size, run.job.gpus, prefer)
+            nodes = place_gang(self._open_off_held(ps, contract), ps.size, run.job.gpus, prefer)
             if nodes is not None:
                 return pool, nodes
         return None
@@ -783,9 +786,7 @@ class MipPolicy:
             passes = ("funded",) if self.fast_lane_keeps == "funded" else ("funded", self.fast_lane_keeps)
         for keeps in passes:
             for pool, ps in candidate_pools(e, job):
-                free = e.open_free(ps, _contract(run, job.allocated))
-                if self.held:
-                    free = {n: f for n, f in free.items() if n not in self.held}
+                free = self._open_off_held(ps, _contract(run, job.allocated))
                 if self.reserved:
                     free = self._unreserved(free, run, keeps)
                 nodes = place_gang(free, ps.size, job.gpus)

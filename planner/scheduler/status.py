@@ -78,10 +78,8 @@ def _reason(core: Scheduler, run: JobRun, ahead: int,
         return PendingReason.MAINTENANCE
     free = sum(cl.free[n] for p in pools for n in cl.pools[p].open_free)
     if free >= run.job.gpus:
-        fenced = core.fenced(run.job.min_runtime)
-        if fenced and sum(
-            cl.free[n] for p in pools for n in cl.pools[p].open_free if n not in fenced
-        ) < run.job.gpus:
+        takeable = sum(sum(core.open_free(cl.pools[p], run.job.min_runtime).values()) for p in pools)
+        if takeable < run.job.gpus:
             return PendingReason.MAINTENANCE  # the free GPUs' nodes go down within its contract
         return PendingReason.NO_GANG_HOLE
     holders = [core.runs[i] for p in pools for n in cl.pools[p].size for i in cl.jobs_on[n]]
