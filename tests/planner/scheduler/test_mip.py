@@ -316,18 +316,24 @@ def test_lazy_stops_still_empty_a_held_hole() -> None:
     assert (H + SLICE, "preempt", "U") in log
 
 
+def _one_free_job(resumable: bool = True, slices: int = 4) -> tuple[Scheduler, HandPlanned, JobRun]:
+    """One node, one free 8-GPU job ``U`` submitted at 0, under a hand-made plan."""
+    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
+                "resumable": resumable}], nodes=1, shares={"a": 1})
+    s = s.model_copy(update={"policy": Policy(epoch=H, slices=slices, restart_overhead=60.0)})
+    policy = HandPlanned(_two_slices((), ()))
+    core = Scheduler(s, policy)
+    core.step(0.0, [Event(SUBMIT, "U")])
+    return core, policy, core.by_id["U"]
+
+
 def test_a_job_restarted_at_a_float_time_is_spared_for_exactly_one_slice() -> None:
     """Restarted at a time t where ``(t + 900) - t < 900`` in floats (arrival times of a
     what-if replicate are such floats), the job is a victim again at ``t + 900``. It used
     to stay spared there, and the wake asked for that instant repeated forever."""
     t = 15774.467022710263
     assert (t + SLICE) - t < SLICE
-    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
-                "resumable": True}], nodes=1, shares={"a": 1})
-    policy = HandPlanned(_two_slices((), ()))
-    core = Scheduler(s, policy)
-    core.step(0.0, [Event(SUBMIT, "U")])
-    u = core.by_id["U"]
+    core, policy, u = _one_free_job()
     u.restarts, u.run_start = 1, t
     core.now = t + SLICE - 1.0
     assert policy._young(u)
@@ -339,13 +345,7 @@ def test_a_job_restarted_at_a_float_time_is_spared_for_exactly_one_slice() -> No
 def test_with_short_slices_a_restarted_job_is_spared_a_quarter_hour() -> None:
     """With 75 s slices (48 an epoch) a job restarted at 0 is still spared at 800 s, and
     a victim again at 900 s: a slice alone let the lanes restart jobs 5-9 times each."""
-    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
-                "resumable": True}], nodes=1, shares={"a": 1})
-    s = s.model_copy(update={"policy": Policy(epoch=H, slices=48, restart_overhead=60.0)})
-    policy = HandPlanned(_two_slices((), ()))
-    core = Scheduler(s, policy)
-    core.step(0.0, [Event(SUBMIT, "U")])
-    u = core.by_id["U"]
+    core, policy, u = _one_free_job(slices=48)
     u.restarts, u.run_start = 1, 0.0
     core.now = 800.0
     assert policy._young(u)
@@ -360,12 +360,7 @@ def test_the_lanes_spare_non_resumable_work_with_progress_to_lose(
 ) -> None:
     """Free work never restarted: the lanes may displace it, unless it is non-resumable
     and has run more than a slice (15 min): its progress would be lost."""
-    s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
-                "resumable": resumable}], nodes=1, shares={"a": 1})
-    policy = HandPlanned(_two_slices((), ()))
-    core = Scheduler(s, policy)
-    core.step(0.0, [Event(SUBMIT, "U")])
-    u = core.by_id["U"]
+    core, policy, u = _one_free_job(resumable=resumable)
     u.status, u.run_start = "running", 0.0
     core.now = ran
     assert policy._spared(u) is spared
