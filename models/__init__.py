@@ -20,7 +20,7 @@ from models.plan import (
 )
 from models.policy import Policy
 from models.scenario import BudgetRevision, GenerateSpec, PhillySpec, Scenario, Workloads
-from models.snapshot import JobState, NodeState, Snapshot
+from models.snapshot import SPARE_MIN_S, JobState, NodeState, Snapshot, keeps_running, spare_seconds
 from models.standing import ProjectStanding
 from models.status import (
     JOB_CLASSES,
@@ -39,6 +39,7 @@ from models.status import (
 from models.workload import Job, JobKind
 
 __all__ = [
+    "SPARE_MIN_S",
     "DEFAULT_GPU_TYPES",
     "JOB_CLASSES",
     "LATENCY_BUCKETS",
@@ -79,6 +80,8 @@ __all__ = [
     "Scenario",
     "SchedulerCounters",
     "Slice",
+    "keeps_running",
+    "spare_seconds",
     "Snapshot",
     "SolveStatus",
     "SolverInfo",

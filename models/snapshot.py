@@ -17,6 +17,28 @@ from models.policy import Policy
 from models.standing import ProjectStanding
 from models.workload import Job
 
+#: Spare time: the lanes leave a restarted job alone this long (a slice, and at least
+#: this), and funded non-resumable work that has run this long is kept running.
+SPARE_MIN_S = 900.0
+
+
+def spare_seconds(slice_len: float) -> float:
+    """How long a job counts as just started: a slice, and at least SPARE_MIN_S (with
+    75 s slices the lanes restarted jobs 5-9 times each)."""
+    return max(slice_len, SPARE_MIN_S)
+
+
+def keeps_running(job: Job, charged: bool, progress: float, slice_len: float) -> bool:
+    """Whether the plan must let a running job finish: funded non-resumable work that is
+    charged, or that has run uncharged (past its project's budget headroom) for longer
+    than :func:`spare_seconds`. Stopping it loses all its progress; the plan's epoch
+    sees only a capped cost for that and stopped such work again and again (on a week of
+    ai2-like one free-running 64-GPU job was stopped 5 times, 923 GPU-hours lost).
+    Maintenance may still stop it once its contract has passed."""
+    if job.resumable or not job.allocated:
+        return False
+    return charged or progress > spare_seconds(slice_len)
+
 
 class NodeState(Frozen):
     """A node and its maintenance window, if one overlaps the epoch.

@@ -22,6 +22,7 @@ from models import (
     ProjectPlan,
     Slice,
     SolverInfo,
+    keeps_running,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
 from planner.mip.objective import SEGMENT_ENDS, WORK_BONUS, free_marginal, segment_slopes
@@ -624,7 +625,7 @@ def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
 def _leaves_at(epoch: Epoch, run: Run) -> float:
     """When a run still going at the epoch's end leaves its (drained) nodes.
 
-    Funded non-resumable work runs to completion; other work moves off once its contract
+    Funded non-resumable work runs to completion (:func:`models.keeps_running`); other work moves off once its contract
     allows, at the latest when it completes. Unknown durations count as the epoch's end.
     """
     state = run.state
@@ -635,7 +636,9 @@ def _leaves_at(epoch: Epoch, run: Run) -> float:
     )
     done = epoch.end if need is None else epoch.slice_start(run.first) + need
     charged = state.charged if run.running else state.job.allocated
-    if charged and not state.job.resumable:
+    if (charged and not state.job.resumable) or (
+        run.running and keeps_running(state.job, state.charged, state.progress, epoch.slice_len)
+    ):
         return max(done, epoch.slice_start(run.last - 1))
     contract = state.contract_end if run.running else epoch.slice_start(run.first) + state.job.min_runtime
     leave = max(epoch.end, contract if charged else epoch.end)

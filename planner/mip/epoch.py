@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from models import JobState, Snapshot
+from models import JobState, Snapshot, keeps_running
 from planner.placement import gpus_taken, holds_up_drain, nodes_needed
 
 #: Work is counted in tenths of an H100-equivalent GPU-slice, so rates such as 2.6 stay
@@ -292,7 +292,9 @@ def _running(
     pool = node_pool[state.nodes[0]]
     job = state.job
     finish = slices_for(state.remaining, slice_len, slices)
-    if not state.charged:
+    if keeps_running(job, state.charged, state.progress, slice_len):
+        must = finish  # funded non-resumable work would lose all its progress
+    elif not state.charged:
         # Unallocated work is protected by no contract: any boundary may preempt it.
         must = 0
     elif not job.resumable:

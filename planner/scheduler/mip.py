@@ -43,7 +43,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
-from models import NodeState, Plan, Pool
+from models import NodeState, Plan, Pool, keeps_running, spare_seconds
 from planner.placement import per_node_gpus, place_gang
 from planner.scheduler.core import Scheduler, candidate_pools
 from planner.scheduler.queues import (
@@ -62,10 +62,6 @@ without them: every funded start's (``funded``), only funded multi-node gangs'
 (``gangs``), or none (the default; docs/metrics.md, "The fast lane over the plan's
 reservations")."""
 FAST_LANE_KEEPS: tuple[FastLaneKeeps, ...] = get_args(FastLaneKeeps)
-
-SPARE_MIN_S = 900.0
-"""The lanes leave a restarted job alone for a slice, and at least this many seconds."""
-
 
 class Reservation(NamedTuple):
     """GPUs of one node a planned, still queued start needs from ``at`` on."""
@@ -149,9 +145,7 @@ class MipPolicy:
         pol = engine.scenario.policy
         self.epoch = pol.epoch
         self.slice_len = pol.slice_length
-        # How long a restarted job is spared: a slice, but never less than SPARE_MIN_S
-        # (with 75 s slices the lanes restarted jobs 5-9 times each).
-        self.spare_s = max(self.slice_len, SPARE_MIN_S)
+        self.spare_s = spare_seconds(self.slice_len)  # how long a restarted job is spared
         self.slices = pol.slices
         engine.wake_at(engine.now, ("epoch", 0))
         self.victims = VictimIndex(engine, self._level, self._cost)
@@ -185,13 +179,18 @@ class MipPolicy:
 
     def _may_preempt(self, run: JobRun, for_plan: bool = False) -> bool:
         """The contract: charged work runs out its minimum runtime; the plan never
-        preempts non-resumable funded work (maintenance may, once the contract passed)."""
+        preempts non-resumable funded work once charged or past its spare time
+        (:func:`models.keeps_running`; maintenance may, once the contract passed)."""
         e = self.engine
         if not run.charged:
-            return True
+            return not (for_plan and self._kept(run))
         if not e.past_contract(run):
             return False
         return run.job.resumable or not for_plan
+
+    def _kept(self, run: JobRun) -> bool:
+        """Whether the plan lets ``run`` finish (:func:`models.keeps_running`)."""
+        return keeps_running(run.job, run.charged, run.done_work(self.engine.now), self.slice_len)
 
     def on_finish(self, run: JobRun) -> None:
         pass
@@ -433,8 +432,9 @@ class MipPolicy:
 
     def _release_at(self, run: JobRun, now: float) -> float:
         """When the plan could have ``run``'s GPUs: unallocated work at once, resumable
-        funded work at its contract's end, non-resumable funded work at its finish."""
-        if not run.charged:
+        funded work at its contract's end, non-resumable funded work the plan keeps
+        (:meth:`_kept`) at its finish."""
+        if not run.charged and not self._kept(run):
             return now
         if run.job.resumable:
             return max(now, run.contract_end)

@@ -316,6 +316,26 @@ def test_lazy_stops_still_empty_a_held_hole() -> None:
     assert (H + SLICE, "preempt", "U") in log
 
 
+@pytest.mark.parametrize("resumable", [False, True])
+def test_a_planned_start_does_not_evict_free_running_non_resumable_funded_work(resumable: bool) -> None:
+    """The plan ran funded U uncharged for over an hour, then wants its only node for G:
+    non-resumable, U would lose all its progress, so it runs on and G waits; resumable,
+    U loses only the restart overhead and is evicted for G."""
+    s = build([
+        {"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": SLICE,
+         "resumable": resumable},
+        {"id": "G", "project": "b", "gpus": 8, "duration": 4 * H, "min_runtime": H, "submit": H + SLICE},
+    ], nodes=1, shares={"a": 1, "b": 1})
+    plan = _two_slices((_assign("U", "a", "c-h100-000", 8, False),),
+                       (_assign("G", "b", "c-h100-000", 8, True),))
+    core = Scheduler(s, HandPlanned(plan, early_starts=False))
+    core.step(0.0, [Event(SUBMIT, "U")])
+    core.step(H, [])
+    core.step(H + SLICE, [Event(SUBMIT, "G")])
+    preempted = [job for _, ev, job, *_ in core.log if ev == "preempt"]
+    assert (preempted, core.by_id["G"].status) == ((["U"], "running") if resumable else ([], "queued"))
+
+
 def _one_free_job(resumable: bool = True, slices: int = 4) -> tuple[Scheduler, HandPlanned, JobRun]:
     """One node, one free 8-GPU job ``U`` submitted at 0, under a hand-made plan."""
     s = build([{"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": 0,
