@@ -6,11 +6,12 @@
   slice boundary (the epoch window then starts there).
 - **Execution, slice by slice.** At a slice start, running jobs the plan knew about but
   does not keep are preempted when their contract allows (never inside the minimum
-  runtime of charged work, never non-resumable funded work); planned jobs that are not
-  running start on their planned nodes (or, if those are taken, on another hole of the
-  same pool). *Lazy stops*: free work the plan stops is not preempted but runs on as
-  backfilled work until a planned start needs its GPUs, and such a start first takes
-  idle GPUs no other planned start needs. *Early starts*: GPUs freed in mid-slice go at
+  runtime of charged work, never non-resumable funded work the plan keeps); planned
+  jobs that are not running start on their planned nodes (or, if those are taken, on
+  another hole of the same pool). *Lazy stops*: work the plan stops (free work, or
+  charged work past its contract) is not preempted but runs on as backfilled work until
+  a planned start needs its GPUs, and such a start first takes idle GPUs no other
+  planned start needs. *Early starts*: GPUs freed in mid-slice go at
   once to the job the plan starts on them at a later slice of the epoch.
 - **Backfill between decision points.** Queued jobs start greedily on idle GPUs of nodes
   the rest of the epoch's plan does not need, in fair-share order (no preemption), so a
@@ -267,16 +268,15 @@ class MipPolicy:
         self.want = want
         self.failed_starts = set()
         # 1. Stop what the plan no longer runs (jobs it saw running; backfilled work stays
-        #    until a planned start needs its nodes). With lazy stops, free work the plan
-        #    stops is treated as backfilled work instead: it runs on until a planned start
-        #    needs its GPUs (charged work stops, so budgets hold; held and drained nodes
-        #    must empty).
+        #    until a planned start needs its nodes). With lazy stops, work the plan may
+        #    stop is treated as backfilled work instead: it runs on until a planned start
+        #    needs its GPUs (held and drained nodes must empty).
         for run in list(e.running.values()):
             if run.job.id in want or run.index not in self.known_running:
                 continue
             if not self._may_preempt(run, for_plan=True):
                 self.deviations += 1
-            elif self.lazy_stops and not run.charged and not any(
+            elif self.lazy_stops and not any(
                 n in self.held or n in e.cluster.drained for n in run.nodes
             ):
                 self.known_running.discard(run.index)

@@ -302,6 +302,26 @@ def test_a_planned_start_takes_an_idle_node_before_evicting_free_work() -> None:
         assert ((H + SLICE, "preempt", "U") in log) is not lazy
 
 
+def test_charged_work_the_plan_stops_past_its_contract_runs_on_while_its_start_takes_an_idle_node() -> None:
+    """The plan stops charged U (past its 15 min contract) at slice 1 to start G on U's
+    node while the other node idles: G starts on the idle node and U runs on, instead of
+    being preempted and restarted on the idle node (a restart for nothing); without lazy
+    stops U is preempted at the boundary."""
+    s = build([
+        {"id": "U", "project": "a", "gpus": 8, "duration": 4 * H, "min_runtime": SLICE, "resumable": True},
+        {"id": "G", "project": "b", "gpus": 8, "duration": 4 * H, "min_runtime": H, "submit": H + SLICE},
+    ], nodes=2, shares={"a": 1, "b": 1})
+    plan = _two_slices((_assign("U", "a", "c-h100-000", 8, True),),
+                       (_assign("G", "b", "c-h100-000", 8, True),))
+    for lazy in (True, False):
+        core = Scheduler(s, HandPlanned(plan, lazy_stops=lazy, early_starts=False))
+        core.step(0.0, [Event(SUBMIT, "U")])
+        core.step(H, [])
+        core.step(H + SLICE, [Event(SUBMIT, "G")])
+        preempted = [job for _, ev, job, *_ in core.log if ev == "preempt"]
+        assert (preempted, core.by_id["G"].status) == (([], "running") if lazy else (["U"], "running"))
+
+
 def test_lazy_stops_still_empty_a_held_hole() -> None:
     """Free work the plan stops on a node held for a gang is preempted at the boundary:
     the hole must empty for the gang to start."""
