@@ -39,10 +39,10 @@ from models.status import (
 from models.workload import Job, JobKind
 
 __all__ = [
-    "SPARE_MIN_S",
     "DEFAULT_GPU_TYPES",
     "JOB_CLASSES",
     "LATENCY_BUCKETS",
+    "SPARE_MIN_S",
     "Action",
     "Assignment",
     "BudgetRevision",
@@ -80,16 +80,16 @@ __all__ = [
     "Scenario",
     "SchedulerCounters",
     "Slice",
-    "keeps_running",
-    "spare_seconds",
     "Snapshot",
     "SolveStatus",
     "SolverInfo",
     "Workloads",
     "effective_shares",
     "format_duration",
+    "keeps_running",
     "parse_duration",
     "project_paths",
+    "spare_seconds",
     "walk",
     "with_shares",
 ]

@@ -625,8 +625,9 @@ def _projects(epoch: Epoch, runs: list[Run]) -> tuple[ProjectPlan, ...]:
 def _leaves_at(epoch: Epoch, run: Run) -> float:
     """When a run still going at the epoch's end leaves its (drained) nodes.
 
-    Funded non-resumable work runs to completion (:func:`models.keeps_running`); other work moves off once its contract
-    allows, at the latest when it completes. Unknown durations count as the epoch's end.
+    Funded non-resumable work runs to completion (:func:`models.keeps_running`); other
+    work moves off once its contract allows, at the latest when it completes. Unknown
+    durations count as the epoch's end.
     """
     state = run.state
     need = (

@@ -11,8 +11,8 @@
   another hole of the same pool). *Lazy stops*: work the plan stops (free work, or
   charged work past its contract) is not preempted but runs on as backfilled work until
   a planned start needs its GPUs, and such a start first takes idle GPUs no other
-  planned start needs. *Early starts*: GPUs freed in mid-slice go at
-  once to the job the plan starts on them at a later slice of the epoch.
+  planned start needs. *Early starts*: GPUs freed in mid-slice go at once to the job
+  the plan starts on them at a later slice of the epoch.
 - **Backfill between decision points.** Queued jobs start greedily on idle GPUs of nodes
   the rest of the epoch's plan does not need, in fair-share order (no preemption), so a
   debug job need not wait for the next slice and GPUs freed by early completions do not
