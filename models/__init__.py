@@ -20,7 +20,7 @@ from models.plan import (
 )
 from models.policy import Policy
 from models.scenario import BudgetRevision, GenerateSpec, PhillySpec, Scenario, Workloads
-from models.snapshot import SPARE_MIN_S, JobState, NodeState, Snapshot, keeps_running, spare_seconds
+from models.snapshot import JobState, NodeState, Snapshot, keeps_running, spare_seconds
 from models.standing import ProjectStanding
 from models.status import (
     JOB_CLASSES,
@@ -42,7 +42,6 @@ __all__ = [
     "DEFAULT_GPU_TYPES",
     "JOB_CLASSES",
     "LATENCY_BUCKETS",
-    "SPARE_MIN_S",
     "Action",
     "Assignment",
     "BudgetRevision",

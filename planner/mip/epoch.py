@@ -292,13 +292,11 @@ def _running(
     pool = node_pool[state.nodes[0]]
     job = state.job
     finish = slices_for(state.remaining, slice_len, slices)
-    if keeps_running(job, state.charged, state.progress, slice_len):
-        must = finish  # funded non-resumable work would lose all its progress
+    if (state.charged and not job.resumable) or keeps_running(job, state.charged, state.progress, slice_len):
+        must = finish  # non-resumable funded work is never preempted: it would lose all its progress
     elif not state.charged:
         # Unallocated work is protected by no contract: any boundary may preempt it.
         must = 0
-    elif not job.resumable:
-        must = finish  # a non-resumable funded job is never preempted
     else:
         left = max(state.contract_end - start, 0.0)
         must = min(slices_for(left, slice_len, slices), finish)

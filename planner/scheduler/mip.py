@@ -584,10 +584,10 @@ class MipPolicy:
         return self._young(v)
 
     def _young(self, v: JobRun) -> bool:
-        """Restarted less than a slice (at least SPARE_MIN_S) ago: the lanes leave it
-        alone, so no job is preempted twice within a slice (a first start may be
-        displaced at once). A pass is asked for when the first spared job becomes a
-        victim again."""
+        """Restarted less than a slice ago (at least a quarter hour,
+        :func:`models.spare_seconds`): the lanes leave it alone, so no job is preempted
+        twice within a slice (a first start may be displaced at once). A pass is asked
+        for when the first spared job becomes a victim again."""
         now = self.engine.now
         # One expression for the end of the spared time, compared and woken at: with
         # float times, ``now - run_start < slice`` can hold at ``run_start + slice``
