@@ -17,12 +17,12 @@ Metrics: delivered over owed, worst project, occupancy, wait p50 and p90 per cla
 (debug, batch, large), preemptions, restarts per job, preempted GPU-hours, maintenance
 drain hours (only where the family has maintenance). Higher is
 better for the first three, lower for the rest. Replicates are paired (the same
-workload under each policy): a metric is ``yes`` when the median of mip's paired
-differences from fairshare is no worse, ``noise`` when the
-paired replicates do not separate them (worse in the median, better in some
-replicate), ``NO`` when mip is worse in every replicate. The last column counts the
-replicates where mip is better / worse than fairshare: with many replicates, ``noise``
-can hide a loss in most of them.
+workload under each policy): a metric is ``NO`` when mip is worse in every replicate,
+or worse in so many more replicates than it is better that a one-sided sign test puts
+the loss beyond noise (p < 0.05: with 30 replicates, 10 better against 20 worse);
+otherwise ``yes`` when the median of mip's paired differences from fairshare is no
+worse, and ``noise`` when it is worse but the replicates do not separate them. The last
+column counts the replicates where mip is better / worse than fairshare.
 
 Usage::
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -192,21 +193,38 @@ def paired_gains(metric: str, fair: list[float | None], mip: list[float | None])
     return [sign * (m - f) for f, m in zip(fair, mip, strict=True) if f is not None and m is not None]
 
 
+#: A metric is ``NO`` when the paired replicates say, by a one-sided sign test at this
+#: level, that ``mip`` is worse (:func:`sign_test_p`).
+LOSS_LEVEL = 0.05
+
+
+def sign_test_p(better: int, worse: int) -> float:
+    """One-sided sign test: the chance of ``better`` or fewer replicates better than
+    ``fairshare`` among ``better + worse`` untied ones if each went either way with
+    probability 1/2 (1.0 when every replicate ties)."""
+    n = better + worse
+    return sum(math.comb(n, k) for k in range(better + 1)) / 2**n
+
+
 def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
-    """``yes``: mip at least as good in the median of the paired differences (same
-    replicate, same workload); ``NO``: worse in every replicate; ``noise``: worse in the
-    median but not in every replicate (the replicates do not separate the two)."""
+    """``NO``: mip worse in every replicate, or in so many more replicates than it is
+    better that a one-sided sign test puts the loss beyond noise (p < :data:`LOSS_LEVEL`;
+    with 30 replicates, 10 better against 20 worse is ``NO``, 11 against 19 is not); ``yes``: otherwise, when
+    mip is at least as good in the median of the paired differences (same replicate,
+    same workload); ``noise``: worse in the median, but the replicates do not separate
+    the two."""
     gains = paired_gains(metric, fair, mip)
     if not gains:
         return "-"
-    if statistics.median(gains) >= 0:
-        return "yes"
-    return "NO" if all(g < 0 for g in gains) else "noise"
+    better, worse = sum(g > 0 for g in gains), sum(g < 0 for g in gains)
+    if all(g < 0 for g in gains) or sign_test_p(better, worse) < LOSS_LEVEL:
+        return "NO"
+    return "yes" if statistics.median(gains) >= 0 else "noise"
 
 
 def better_worse(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
     """In how many replicates ``mip`` is better / worse than ``fairshare`` (same
-    workload): with many replicates a ``noise`` verdict can hide a loss in most."""
+    workload), the counts :func:`verdict`'s sign test reads."""
     gains = paired_gains(metric, fair, mip)
     if not gains:
         return "-"
