@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from models import Plan, Scenario, Snapshot, parse_duration
@@ -62,10 +63,12 @@ def load_snapshot(path: str, at: str) -> tuple[Scenario, Snapshot]:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpuplan plan``; returns the exit code."""
     require_positive("--time-limit", args.time_limit)
-    _, snap = load_snapshot(args.scenario, args.at)
+    scenario, snap = load_snapshot(args.scenario, args.at)
     if args.json:
         _check_json_target(Path(args.json))  # before the solve: it may take its whole limit
     plan = plan_epoch(snap, backend=args.backend, time_limit=args.time_limit)
+    if not snap.jobs:
+        print(empty_queue_note(scenario, snap.now), file=sys.stderr)
     print(render_plan(plan))
     if args.json:
         try:
@@ -75,6 +78,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--json: cannot write {args.json}: {exc.strerror}") from None
         print(f"\nplan written to {args.json}")
     return 0
+
+
+def empty_queue_note(scenario: Scenario, at: float) -> str:
+    """Why a plan at ``at`` is empty when no job waits then, and which ``--at`` would not be."""
+    submits = [j.submit for j in scenario.jobs]
+    if not submits:
+        return "note: the scenario has no jobs, so the plan is empty"
+    span = f"between {clock(min(submits))} and {clock(max(submits))}"
+    return (
+        f"note: no job waits at {clock(at)}, so the plan is empty; the scenario's jobs are "
+        f"submitted {span} (try an --at in that span)"
+    )
 
 
 def _check_json_target(path: Path) -> None:

@@ -47,6 +47,22 @@ def test_plan_bad_time_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--at" in capsys.readouterr().err
 
 
+def test_plan_after_the_workload_says_why_it_is_empty(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan at a time when no job waits is empty, and a note on stderr says so and
+    names the span of the scenario's submissions."""
+    assert main(["plan", "tiny", "--at", "1000d", "--time-limit", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "(nothing planned)" in captured.out
+    assert "no job waits at 1000d00h00m" in captured.err
+    assert "submitted between 00h00m and 04h00m" in captured.err
+
+
+def test_plan_with_waiting_jobs_has_no_empty_note(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan with a queue prints no empty-queue note."""
+    assert main(["plan", "tiny", "--at", "2h", "--time-limit", "1"]) == 0
+    assert "no job waits" not in capsys.readouterr().err
+
+
 def test_explain_pending_job(capsys: pytest.CaptureFixture[str]) -> None:
     """explain says why a waiting job waits."""
     assert main(["explain", "tiny", "j9", "--at", "2h"]) == 0
