@@ -209,10 +209,10 @@ def sign_test_p(better: int, worse: int) -> float:
 def verdict(metric: str, fair: list[float | None], mip: list[float | None]) -> str:
     """``NO``: mip worse in every replicate, or in so many more replicates than it is
     better that a one-sided sign test puts the loss beyond noise (p < :data:`LOSS_LEVEL`;
-    with 30 replicates, 10 better against 20 worse is ``NO``, 11 against 19 is not); ``yes``: otherwise, when
-    mip is at least as good in the median of the paired differences (same replicate,
-    same workload); ``noise``: worse in the median, but the replicates do not separate
-    the two."""
+    with 30 replicates, 10 better against 20 worse is ``NO``, 11 against 19 is not).
+    Otherwise ``yes`` when mip is at least as good in the median of the paired
+    differences (same replicate, same workload), and ``noise`` when it is worse in the
+    median but the replicates do not separate the two."""
     gains = paired_gains(metric, fair, mip)
     if not gains:
         return "-"
