@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import socket
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -49,3 +54,20 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
     yield
+
+
+@cache
+def _benchmark(name: str) -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def benchmark_script() -> Callable[[str], ModuleType]:
+    """A script of ``benchmarks/`` by name (``"outcomes"``), imported once per session."""
+    return _benchmark

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -21,18 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @cache
 def scenario(name: str) -> Scenario:
     return load_scenario(name)
-
-
-@cache
-def load_model() -> ModuleType:
-    """``benchmarks/scenario_load.py``, the FIFO-with-backfill load estimator."""
-    path = ROOT / "benchmarks" / "scenario_load.py"
-    spec = importlib.util.spec_from_file_location("scenario_load", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scenario_load"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_bundled_set() -> None:
@@ -97,16 +84,19 @@ def _comment_figure(name: str) -> float:
 
 
 @pytest.mark.parametrize("name", ["ai2-like", "philly-week"])
-def test_measured_demand_between_2_and_3(name: str) -> None:
-    """Time-averaged running + queued GPUs is 2-3x capacity, as the YAML comment states."""
-    figures = load_model().estimate_load(scenario(name))
+def test_measured_demand_between_2_and_3(
+    name: str, benchmark_script: Callable[[str], ModuleType]
+) -> None:
+    """Time-averaged running + queued GPUs is 2-3x capacity, as the YAML comment states
+    (``benchmarks/scenario_load.py``, the FIFO-with-backfill load estimator)."""
+    figures = benchmark_script("scenario_load").estimate_load(scenario(name))
     assert 2.0 <= figures.demand <= 3.0
     assert figures.demand == pytest.approx(_comment_figure(name), abs=0.01)
 
 
-def test_ai2_like_queue_is_stable() -> None:
+def test_ai2_like_queue_is_stable(benchmark_script: Callable[[str], ModuleType]) -> None:
     """ai2-like arrivals stay below capacity: the queue drains within days of the week's end."""
-    figures = load_model().estimate_load(scenario("ai2-like"))
+    figures = benchmark_script("scenario_load").estimate_load(scenario("ai2-like"))
     assert figures.drain_h < 72
 
 
