@@ -149,8 +149,8 @@ class ControlLoop:
         The scheduling policy (``legacy``, ``fairshare`` or ``mip``) and its options,
         exactly as the simulator takes them.
     run_state
-        Origin (wall-clock time of scenario time 0) and jobs submitted so far; a new
-        in-memory one starting now when not given.
+        Origin (wall-clock time of scenario time 0), jobs submitted so far and funded
+        jobs running uncharged; a new in-memory one starting now when not given.
     slice_seconds
         Slice length (default: the policy's).
     poll
@@ -298,7 +298,8 @@ class ControlLoop:
             run_start = (ob.run_start - self.origin) if ob.run_start is not None else now
             try:
                 core.adopt(run, Pool(first.cluster, first.gpu_type), tuple(ob.nodes),
-                           min(run_start, now), restarts=ob.restarts)
+                           min(run_start, now), restarts=ob.restarts,
+                           charged=ob.job not in self.run_state.free)
             except RuntimeError as exc:  # inconsistent with what was adopted before
                 self.progress(f"not adopted: {ob.job}: {exc}")
         if charged_until is not None:
@@ -480,6 +481,7 @@ class ControlLoop:
         if report is None:
             return
         self._applied = self._desired_key(core)
+        self._remember_free(core)
         summary.reports.append(report)
         del summary.reports[:-LOG_KEEP]
         self._errors += len(report.failed)
@@ -493,6 +495,13 @@ class ControlLoop:
                     and not r.detail.startswith("still stopping")):
                 core.unstart(run, f"executor: {r.detail}")
                 self._report_decisions(core, summary)
+
+    def _remember_free(self, core: Scheduler) -> None:
+        """Keep which funded jobs run uncharged, so that a restart adopts them as such."""
+        free = {r.job.id for r in core.running.values() if r.job.allocated and not r.charged}
+        if free != self.run_state.free:
+            self.run_state.free = free
+            self.run_state.save()
 
     def _apply_retrying(self, plan: Plan) -> ApplyReport | None:
         """Apply ``plan``, retrying while the controller is unreachable, but not past the

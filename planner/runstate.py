@@ -26,13 +26,16 @@ class RunState:
 
     ``origin`` is the wall-clock time of scenario time 0; ``submitted`` the scenario jobs
     already handed to the cluster (so a job that has finished, and that the cluster has
-    forgotten, is not submitted again). Kept as JSON next to the ledger
-    (``LEDGER.run.json``), replaced atomically on every change.
+    forgotten, is not submitted again); ``free`` the funded jobs running uncharged (the
+    plan ran them as free work), so that a restarted run does not start charging them.
+    Kept as JSON next to the ledger (``LEDGER.run.json``), replaced atomically on every
+    change. Files written before ``free`` existed read as no free work.
     """
 
     origin: float
     submitted: set[str] = field(default_factory=set)
     path: Path | None = None
+    free: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, path: Path | None, now: float) -> RunState:
@@ -92,6 +95,7 @@ class RunState:
                 raise ValueError("expected a JSON object with origin and submitted")
             origin = data["origin"]
             submitted = data.get("submitted", [])
+            free = data.get("free", [])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RunStateError(f"{path}: not a gpuplan run state file ({exc})") from None
         if isinstance(origin, bool) or not isinstance(origin, int | float) or not math.isfinite(origin):
@@ -101,11 +105,14 @@ class RunState:
             )
         if not isinstance(submitted, list) or not all(isinstance(j, str) for j in submitted):
             raise RunStateError(f"{path}: submitted: expected a list of job ids")
-        return cls(float(origin), set(submitted), path)
+        if not isinstance(free, list) or not all(isinstance(j, str) for j in free):
+            raise RunStateError(f"{path}: free: expected a list of job ids")
+        return cls(float(origin), set(submitted), path, set(free))
 
     def save(self) -> None:
         if self.path is None:
             return
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"origin": self.origin, "submitted": sorted(self.submitted)}))
+        tmp.write_text(json.dumps({"origin": self.origin, "submitted": sorted(self.submitted),
+                                   "free": sorted(self.free)}))
         os.replace(tmp, self.path)  # atomic: a crash never leaves half a file

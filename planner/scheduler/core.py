@@ -475,14 +475,15 @@ class Scheduler:
             hook(run)
 
     def adopt(self, run: JobRun, pool: Pool, nodes: tuple[str, ...], run_start: float,
-              *, restarts: int = 0) -> None:
+              *, restarts: int = 0, charged: bool = True) -> None:
         """Take a job found running (a restarted live run) into the model as it is.
 
-        Its contract counts from ``run_start``; it is charged when funded.
+        Its contract counts from ``run_start``; it is charged when funded, unless
+        ``charged`` is false (the run was started as free work and stays so).
         """
         if run.status == "future":
             self._submit(run)
-        self._occupy(run, pool, nodes, run_start=run_start, charged=True, protected=False)
+        self._occupy(run, pool, nodes, run_start=run_start, charged=charged, protected=False)
         run.first_start = run_start if math.isnan(run.first_start) else run.first_start
         run.restarts = restarts
         self.record("adopt", run, f"running since {run_start:.0f}")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import planner.control
 from models import Cluster, Job, NodeGroup, OrgUnit, Plan, Policy, Scenario, Workloads
 from planner.control import ControlLoop, RunState
 from planner.executors import (
@@ -21,6 +22,7 @@ from planner.executors import (
 )
 from planner.executors.dryrun import DryRunExecutor
 from planner.ledger import Ledger
+from planner.scheduler import Scheduler
 from scenarios import load_scenario
 
 ORIGIN = 1_000_000.0
@@ -491,3 +493,36 @@ def test_a_refused_submit_is_tried_again_in_the_same_run(tiny: Scenario) -> None
     assert due and set(due) <= set(summary.submitted)
     assert summary.failed_total >= len(due)
     assert any("trying again in 5s" in line for line in lines)
+
+
+def test_a_restart_keeps_free_work_uncharged(tiny: Scenario, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A funded job the first run started as free work (uncharged) is written to the run
+    state, and the restarted run adopts it uncharged: its project is charged nothing,
+    downtime included."""
+    class InfraFree(Scheduler):
+        """Starts infra's jobs uncharged, as a plan that runs them as free work does."""
+
+        def start(self, run: Any, pool: Any, nodes: tuple[str, ...], **kw: Any) -> None:
+            kw["charged"] = kw.get("charged", True) and run.job.project != "infra"
+            super().start(run, pool, nodes, **kw)
+
+    clock = FakeTime()
+    ex = DryRunExecutor(tiny, io.StringIO(), clock=clock.time)
+    path = tmp_path / "ledger.sqlite"
+    state_path = tmp_path / "ledger.sqlite.run.json"
+    with monkeypatch.context() as m:
+        m.setattr(planner.control, "Scheduler", InfraFree)
+        with Ledger(path) as ledger:
+            _loop(tiny, ex, ledger, clock, run_state=RunState.load(state_path, ORIGIN)).run(epochs=1)
+    assert RunState.load(state_path, clock.time()).free == {"j5"}
+    clock.t += 300
+    with Ledger(path) as ledger:
+        loop = _loop(tiny, ex, ledger, clock, run_state=RunState.load(state_path, clock.time()))
+        loop.run(epochs=1)
+        records = ledger.records()
+    assert loop.core is not None and loop.core.by_id["j5"].status == "running"
+    assert not loop.core.by_id["j5"].charged
+    infra = [u for u in records if u.project == "infra"]
+    assert sum(u.unallocated_gpu_h for u in infra) > 0
+    assert sum(u.allocated_gpu_h for u in infra) == 0.0

@@ -15,7 +15,8 @@ def test_a_missing_file_starts_a_new_state_and_saves_it(tmp_path: Path) -> None:
     """No file: the state starts now and is written at once."""
     path = tmp_path / "l.db.run.json"
     state = RunState.load(path, 1000.0)
-    assert state.origin == 1000.0 and json.loads(path.read_text()) == {"origin": 1000.0, "submitted": []}
+    assert state.origin == 1000.0 and json.loads(path.read_text()) == {
+        "origin": 1000.0, "submitted": [], "free": []}
 
 
 def test_read_writes_nothing(tmp_path: Path) -> None:
@@ -32,6 +33,7 @@ def test_read_writes_nothing(tmp_path: Path) -> None:
         ('{"origin": true}', "origin: expected the run's start"),
         ('{"origin": "yesterday"}', "origin: expected the run's start"),
         ('{"origin": 5, "submitted": [1, 2]}', "submitted: expected a list of job ids"),
+        ('{"origin": 5, "free": "j1"}', "free: expected a list of job ids"),
         ("[1, 2]", "not a gpuplan run state file (expected a JSON object with origin and submitted)"),
         ("{", "not a gpuplan run state file"),
     ],
@@ -74,3 +76,15 @@ def test_an_origin_a_little_ahead_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "l.db.run.json"
     path.write_text(json.dumps({"origin": 1060.0, "submitted": ["j1"]}))
     assert RunState.load(path, 1000.0).origin == 1060.0
+
+
+def test_free_work_is_kept_and_a_file_without_it_reads_as_none(tmp_path: Path) -> None:
+    """The funded jobs running uncharged survive a save and a load; a file written before
+    the field existed reads as no free work."""
+    path = tmp_path / "l.db.run.json"
+    state = RunState.load(path, 1000.0)
+    state.free = {"j2", "j1"}
+    state.save()
+    assert RunState.load(path, 1000.0).free == {"j1", "j2"}
+    path.write_text(json.dumps({"origin": 1000.0, "submitted": ["j1"]}))
+    assert RunState.load(path, 1000.0).free == set()

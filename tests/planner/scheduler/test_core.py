@@ -17,6 +17,7 @@ from models import (
     OrgUnit,
     PendingReason,
     Policy,
+    Pool,
     Scenario,
     SchedulerCounters,
     Workloads,
@@ -230,3 +231,25 @@ def test_the_reported_start_of_free_work_moves_its_run_start() -> None:
     e.started_at(run, 20.0)
     assert run.run_start == 20.0
     assert e.preemptible_gpus == 4
+
+
+def test_an_adopted_run_told_it_ran_free_is_charged_nothing() -> None:
+    """Two funded 4-GPU runs found running since 0 on a restart at 600 s: the one adopted
+    with ``charged=False`` (started as free work) is unallocated time in the ledger, the
+    other allocated, each for the 900 s up to the charge point."""
+    jobs = [Job(id="free", project="a", gpus=4, duration=36000.0, resumable=True),
+            Job(id="paid", project="b", gpus=4, duration=36000.0, resumable=True)]
+    scenario = Scenario(
+        name="adopt",
+        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
+        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
+        workloads=Workloads(jobs=tuple(jobs)),
+    )
+    e = Scheduler(scenario, make_policy("fairshare"), start=600.0, charged_until=0.0)
+    node = (scenario.nodes[0].name,)
+    e.adopt(e.by_id["free"], Pool("alpha", "H100"), node, 0.0, charged=False)
+    e.adopt(e.by_id["paid"], Pool("alpha", "H100"), node, 0.0)
+    e.step(600.0)
+    e.step(900.0)
+    used = {u.project: (u.allocated_gpu_h, u.unallocated_gpu_h) for u in e.ledger.records()}
+    assert used == {"a": (0.0, pytest.approx(1.0)), "b": (pytest.approx(1.0), 0.0)}
