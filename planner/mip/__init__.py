@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models import Plan, Snapshot, SolverInfo, SolveStatus
+from planner.mip import lanes as lanes_module
 from planner.mip.assemble import Board, Run, build_plan, place_runs
 from planner.mip.backends import (
     Backend,
@@ -35,7 +36,7 @@ from planner.mip.backends import (
     get_backend,
     lp_backend,
 )
-from planner.mip.backends.base import LpCapable, Prestarting
+from planner.mip.backends.base import Laned, LpCapable, Prestarting
 from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
@@ -139,6 +140,7 @@ def plan_epoch(
     rel_gap: float = 0.01,
     previous: Plan | None = None,
     decompose: int | None = None,
+    lanes: int | None = None,
 ) -> Plan:
     """Plan the epoch that starts at ``snapshot.now``.
 
@@ -159,6 +161,10 @@ def plan_epoch(
         never; ``None`` (default): when the model would have more than
         :data:`~planner.mip.decompose.DECOMPOSE_STARTS` start variables, into one part
         per :data:`PART_STARTS` of them (at most one per cluster).
+    lanes
+        How many parts of a decomposed epoch are planned at once, each in its own
+        process (:mod:`planner.mip.lanes`); ``None`` (default): one per core; 1: one
+        after another. Only for backends that declare ``lanes``.
 
     Returns
     -------
@@ -180,7 +186,7 @@ def plan_epoch(
         n_starts = estimated_starts(snapshot)
         decompose = math.ceil(n_starts / PART_STARTS) if n_starts > DECOMPOSE_STARTS else 1
     if decompose > 1:
-        return _decomposed(snapshot, solver, decompose, time_limit, rel_gap, previous, t0)
+        return _decomposed(snapshot, solver, decompose, time_limit, rel_gap, previous, t0, lanes)
     if solver.capabilities.prestart and isinstance(solver, Prestarting):
         solver.warm()  # the backend's solver process starts while the model is built
     # 1-2. Geometry and the greedy plan.
@@ -801,17 +807,35 @@ def _decomposed(
     rel_gap: float,
     previous: Plan | None,
     t0: float,
+    lanes: int | None,
 ) -> Plan:
-    """Plan the parts of :func:`~planner.mip.decompose.split` one by one and merge them.
+    """Plan the parts of :func:`~planner.mip.decompose.split` and merge them: side by
+    side in lanes (:mod:`planner.mip.lanes`) when the backend can and there is more
+    than one core, else one by one.
 
-    Each part's time limit is its share (by job count) of the time left, less a reserve
-    for merging.
+    One by one, each part's time limit is its share (by job count) of the time left,
+    less a reserve for merging; a part a lane could not plan is planned so here.
     """
+    n_lanes = min(parts, lanes if lanes is not None else lanes_module.cores())
+    if n_lanes > 1 and solver.capabilities.lanes and isinstance(solver, Laned):
+        lanes_module.warm(n_lanes)  # their imports overlap the split
     subs = split(snapshot, parts)
-    jobs_left = sum(len(s.jobs) for s in subs)
+    deadline = time.monotonic() + time_limit - MERGE_RESERVE - (time.perf_counter() - t0)
+    found: list[Plan | str] = [""] * len(subs)
+    note = ""
+    if n_lanes > 1 and solver.capabilities.lanes and isinstance(solver, Laned):
+        found = lanes_module.plan_in_lanes(subs, solver, n_lanes, deadline, rel_gap, previous)
+        note = f", planned in {min(n_lanes, len(subs))} lanes (one process per core)"
+        failed = sorted({f for f in found if isinstance(f, str)})
+        if failed:
+            note += f"; {sum(isinstance(f, str) for f in found)} part(s) planned after: {failed[0]}"
+    jobs_left = sum(len(s.jobs) for s, f in zip(subs, found, strict=True) if isinstance(f, str))
     plans: list[Plan] = []
-    for sub in subs:
-        left = t0 + time_limit - MERGE_RESERVE - time.perf_counter()
+    for sub, got in zip(subs, found, strict=True):
+        if isinstance(got, Plan):
+            plans.append(got)
+            continue
+        left = deadline - time.monotonic()
         share = len(sub.jobs) / max(jobs_left, 1)
         jobs_left -= len(sub.jobs)
         plans.append(
@@ -824,7 +848,7 @@ def _decomposed(
                 decompose=1,
             )
         )
-    return merge(snapshot, plans, solver.name, time.perf_counter() - t0, "")
+    return merge(snapshot, plans, solver.name, time.perf_counter() - t0, note)
 
 
 def _why(result: SolveResult, rel_gap: float) -> str:

@@ -7,7 +7,7 @@ leaves its module.
 
 from __future__ import annotations
 
-from planner.mip.backends.base import Backend, Capabilities, LpCapable, SolveResult
+from planner.mip.backends.base import Backend, Capabilities, Laned, LpCapable, SolveResult
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.backends.pulp import PulpBackend
 
@@ -42,6 +42,7 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "Capabilities",
+    "Laned",
     "LpCapable",
     "SolveResult",
     "available_backends",

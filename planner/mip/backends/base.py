@@ -63,6 +63,9 @@ class Capabilities:
     stop_at_bound: bool = False
     #: Can start its solver ahead of the first solve (:class:`Prestarting`).
     prestart: bool = False
+    #: Gives a one-worker copy of itself for a lane (:class:`Laned`): a decomposed
+    #: epoch then plans its parts side by side, one process per core.
+    lanes: bool = False
 
     @property
     def takes_hint(self) -> bool:
@@ -95,6 +98,19 @@ class Prestarting(Protocol):
 
     def warm(self) -> None:
         """Start the solver without waiting for it."""
+        ...
+
+
+@runtime_checkable
+class Laned(Protocol):
+    """A backend that can plan in lanes (declares ``capabilities.lanes``)."""
+
+    name: str
+    capabilities: Capabilities
+
+    def for_lane(self) -> Backend:
+        """A picklable copy for one lane: one search worker, solving in the lane's own
+        process (the lane is the isolation)."""
         ...
 
 

@@ -68,7 +68,8 @@ class CpSatBackend:
     #: The hint is a complete or partial start; earlier incumbents come from a solution
     #: callback that also stops the search at ``stop_at``. CP-SAT exposes no LP.
     capabilities = Capabilities(
-        warm_start=True, hints=True, earlier_incumbents=True, stop_at_bound=True, prestart=True
+        warm_start=True, hints=True, earlier_incumbents=True, stop_at_bound=True, prestart=True,
+        lanes=True,
     )
 
     def __init__(
@@ -107,6 +108,11 @@ class CpSatBackend:
             seconds = time.perf_counter() - t0
             return SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")
         return result
+
+    def for_lane(self) -> CpSatBackend:
+        """One ``max_lp`` worker, solving in the lane's process: a lane has one core, and
+        the LP-heavy worker is the half of the pair that closes the epoch model's gap."""
+        return CpSatBackend(workers=1, subsolvers=("max_lp",), isolate=False)
 
     def warm(self) -> None:
         """Start the solver process and its OR-Tools import ahead of the first solve."""

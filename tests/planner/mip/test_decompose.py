@@ -46,10 +46,15 @@ def test_split_sends_a_job_only_where_it_may_run() -> None:
             assert any(st.job.allows(c, t) for c, t in pools)
 
 
-def test_decomposed_plan_keeps_every_invariant() -> None:
-    """The merged plan of three parts is one valid plan of the whole snapshot."""
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_decomposed_plan_keeps_every_invariant(lanes: int) -> None:
+    """The merged plan of three parts is one valid plan of the whole snapshot, whether
+    the parts were planned one after another or side by side in two lanes."""
     snapshot = medium_snapshot()
-    plan = plan_epoch(snapshot, time_limit=6.0, decompose=3)
+    plan = plan_epoch(snapshot, time_limit=6.0, decompose=3, lanes=lanes)
     assert "decomposed by cluster into 3 parts" in plan.solver.message
+    assert ("planned in 2 lanes" in plan.solver.message) == (lanes == 2)
+    assert "planned after" not in plan.solver.message
+    assert not plan.solver.fallback
     assert plan.solver.objective is not None and plan.solver.bound is not None
     check_plan(snapshot, plan)

@@ -8,7 +8,7 @@ import pytest
 
 from models import SolveStatus
 from planner.mip import plan_epoch
-from planner.mip.backends import BACKENDS, Capabilities, LpCapable, lp_backend
+from planner.mip.backends import BACKENDS, Capabilities, Laned, LpCapable, lp_backend
 from planner.mip.backends.base import SolveResult
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available
@@ -24,9 +24,11 @@ def test_every_registered_backend_declares_capabilities() -> None:
 
 
 def test_cpsat_declares_its_search_features_and_no_lp() -> None:
-    """CP-SAT takes hints and a stop-at objective and reports earlier incumbents; it has no LP."""
+    """CP-SAT takes hints and a stop-at objective, reports earlier incumbents and plans
+    in lanes; it has no LP."""
     caps = BACKENDS["cpsat"].capabilities
-    assert caps.names() == ["warm_start", "hints", "earlier_incumbents", "stop_at_bound", "prestart"]
+    assert caps.names() == ["warm_start", "hints", "earlier_incumbents", "stop_at_bound", "prestart", "lanes"]
+    assert isinstance(BACKENDS["cpsat"], Laned)
     assert not caps.lp_relaxation
 
 
@@ -70,6 +72,15 @@ def test_undeclared_features_are_not_asked_for() -> None:
     assert recorder.calls
     assert all(hint == {} and stop_at is None for hint, stop_at in recorder.calls)
     assert not plan.solver.fallback
+
+
+def test_a_backend_without_lanes_plans_the_parts_one_after_another() -> None:
+    """A decomposed epoch asks only a backend that declares ``lanes`` for lane copies:
+    the recorder's parts are solved here, in this process, each by the recorder."""
+    recorder = Recorder()
+    plan = plan_epoch(medium_snapshot(), backend=recorder, time_limit=3.0, decompose=2, lanes=2)
+    assert recorder.calls
+    assert "lanes" not in plan.solver.message
 
 
 def small() -> Any:
