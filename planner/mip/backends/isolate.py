@@ -91,11 +91,16 @@ class Isolated:
             return self._conn
         self._stop()
         ours, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # The child imports what this process imports: its path, in its order ("" is the
+        # working directory); -P keeps the child's own working directory from coming
+        # first (a benchmark's --code checkout run from another checkout's root got
+        # that root's planner in the child).
+        path = [p or os.getcwd() for p in sys.path]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
         code = f"from planner.mip.backends.isolate import serve; serve({theirs.fileno()})"
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-c", code],
+                [sys.executable, "-P", "-c", code],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +47,28 @@ def test_a_child_that_cannot_start_makes_calls_unavailable() -> None:
     with pytest.raises(Unavailable):
         proc.call(os.getpid, (), timeout=30.0)  # and stays so: no restart per call
     proc.close()
+
+
+def test_the_child_imports_the_parents_planner_not_one_in_its_working_directory(
+    tmp_path: Path,
+) -> None:
+    """A parent run from a directory holding another ``planner`` (a benchmark's --code
+    checkout run from the other checkout's root) gets its own planner in the child too."""
+    root = Path(__file__).resolve().parents[4]
+    (tmp_path / "planner").mkdir()
+    (tmp_path / "planner" / "__init__.py").write_text("raise ImportError('the wrong planner')\n")
+    script = (
+        f"import sys; sys.path.insert(0, {str(root)!r})\n"
+        "import os\n"
+        "from planner.mip.backends.isolate import Isolated\n"
+        "child = Isolated()\n"
+        "print(child.call(os.getcwd, (), timeout=30.0))\n"
+        "child.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path)  # it ran there, with the right planner
 
 
 def test_call_runs_in_another_process(child: Isolated) -> None:
