@@ -4,14 +4,15 @@ A decomposed epoch (:mod:`planner.mip.decompose`) has parts that share nothing b
 projects' fair-share targets, which the split has already divided. Planned one after
 another, each part's model, LP and Lagrangian bound run on one core while the other
 idles (about half of a part's time on the 30,000-job family). In lanes, each core plans
-its own parts with a one-worker search, so every phase of every part has a core.
+parts with a one-worker search, so every phase of every part has a core: a lane that
+is done takes the next part from a queue shared by all lanes.
 
 Each lane is a fresh interpreter (:class:`~planner.mip.backends.isolate.Isolated`, as
-the CP-SAT solver process is), so a solver that aborts takes down only its lane: that
-lane's parts then get the greedy plan, and the epoch its other lanes' plans.
+the CP-SAT solver process is), so a solver that aborts takes down only its lane: the
+part it was planning is planned by the caller afterwards, the queue by the other lanes.
 
 A part aims at :data:`PART_GAP` of the target gap: the parts that reach it early leave
-their time to the lane's later parts, and the whole lands within the target although
+their time to the parts still queued, and the whole lands within the target although
 some parts do not (measured on the 30,000-job family: ``docs/formulation.md``).
 """
 
@@ -42,38 +43,24 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def assign(sizes: Sequence[int], lanes: int) -> list[list[int]]:
-    """Indices of ``sizes`` per lane, balanced: largest first, each to the least loaded
-    lane; in each lane in their original order. Lanes left empty are dropped."""
-    out: list[list[int]] = [[] for _ in range(lanes)]
-    load = [0] * lanes
-    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
-        k = min(range(lanes), key=lambda k: (load[k], k))
-        out[k].append(i)
-        load[k] += sizes[i]
-    return [sorted(lane) for lane in out if lane]
+def part_limit(now: float, deadline: float, others_busy_until: Sequence[float],
+               jobs: int, jobs_left: int) -> float:
+    """Seconds for a part of ``jobs`` jobs that a lane free at ``now`` takes, when
+    ``jobs_left`` jobs (this part's included) are not yet planned and the other lanes
+    are busy until ``others_busy_until``: its share, by jobs, of the lane time left to
+    the ``deadline``, and no more than this lane's."""
+    mine = max(deadline - now, 0.0)
+    capacity = mine + sum(max(deadline - max(t, now), 0.0) for t in others_busy_until)
+    return min(capacity * jobs / max(jobs_left, 1), mine)
 
 
-def plan_lane(
-    parts: Sequence[Snapshot],
-    backend: Backend,
-    deadline: float,
-    rel_gap: float,
-    previous: Plan | None,
-) -> list[Plan]:
-    """Plan ``parts`` one after another by ``deadline`` (``time.monotonic``), each with
-    its share (by job count) of the time left (runs in a lane's process)."""
+def plan_part(part: Snapshot, backend: Backend, time_limit: float, rel_gap: float,
+              previous: Plan | None) -> Plan:
+    """One part's plan (runs in a lane's process)."""
     from planner.mip import plan_epoch
 
-    jobs_left = sum(len(p.jobs) for p in parts)
-    plans = []
-    for part in parts:
-        share = len(part.jobs) / max(jobs_left, 1)
-        jobs_left -= len(part.jobs)
-        left = deadline - time.monotonic()
-        plans.append(plan_epoch(part, backend=backend, time_limit=max(left * share, 0.5),
-                                rel_gap=rel_gap, previous=previous, decompose=1))
-    return plans
+    return plan_epoch(part, backend=backend, time_limit=time_limit, rel_gap=rel_gap,
+                      previous=previous, decompose=1)
 
 
 def import_planner() -> bool:
@@ -122,26 +109,46 @@ def plan_in_lanes(
     rel_gap: float,
     previous: Plan | None,
 ) -> list[Plan | str]:
-    """Each part's plan, planned in ``lanes`` processes at once, or for the parts of a
-    lane that failed, why (the caller gives them the greedy plan)."""
-    groups = assign([len(p.jobs) for p in parts], lanes)
-    procs = _lane_processes(len(groups))
+    """Each part's plan, planned in ``lanes`` processes at once, or for a part a lane
+    could not plan, why (the caller plans it).
+
+    The parts wait in one queue, largest first; a lane that is done takes the next,
+    with its share of the lane time left (:func:`part_limit`), so a lane whose parts
+    end early does not idle while another still has several to plan.
+    """
+    n = min(lanes, len(parts))
+    procs = _lane_processes(n)
     one = backend.for_lane()
     out: list[Plan | str] = ["not planned"] * len(parts)
+    queue = sorted(range(len(parts)), key=lambda i: (-len(parts[i].jobs), i))
+    busy_until = [0.0] * n
+    jobs_left = [sum(len(p.jobs) for p in parts)]
+    lock = threading.Lock()
 
-    def run(proc: Isolated, idx: list[int]) -> None:
-        args: tuple[Any, ...] = ([parts[i] for i in idx], one, deadline, rel_gap * PART_GAP, previous)
-        try:
-            plans = proc.call(plan_lane, args, timeout=max(deadline - time.monotonic(), 0.0) + LANE_GRACE)
-        except (SolverDied, Unavailable, RuntimeError) as exc:
-            for i in idx:
+    def run(lane: int) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i = queue.pop(0)
+                now = time.monotonic()
+                jobs = len(parts[i].jobs)
+                limit = part_limit(now, deadline, busy_until[:lane] + busy_until[lane + 1:],
+                                   jobs, jobs_left[0])
+                jobs_left[0] -= jobs
+                busy_until[lane] = now + limit
+            args: tuple[Any, ...] = (parts[i], one, max(limit, 0.5), rel_gap * PART_GAP, previous)
+            try:
+                out[i] = procs[lane].call(plan_part, args, timeout=max(limit, 0.5) + LANE_GRACE)
+            except (SolverDied, Unavailable, RuntimeError) as exc:
                 out[i] = f"lane failed: {exc}"
-            return
-        for i, plan in zip(idx, plans, strict=True):
-            out[i] = plan
+                with lock:
+                    busy_until[lane] = deadline  # no more time from this lane
+                return  # its other parts go to the other lanes, or to the caller
+            with lock:
+                busy_until[lane] = 0.0
 
-    threads = [threading.Thread(target=run, args=(proc, idx), daemon=True)
-               for proc, idx in zip(procs, groups, strict=True)]
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:

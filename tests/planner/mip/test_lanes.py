@@ -10,18 +10,19 @@ import pytest
 from planner.mip import plan_epoch
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.backends.isolate import Isolated, SolverDied
-from planner.mip.lanes import assign
+from planner.mip.lanes import part_limit
 
 from .test_lp_guided import medium_snapshot
 from .test_properties import check_plan
 
 
-def test_parts_are_dealt_largest_first_to_the_least_loaded_lane() -> None:
-    """Sizes 5, 4, 3, 3, 1 in two lanes: 5 and 4 open them, the first 3 joins the 4, the
-    second the 5, the 1 the lighter (ties to the first lane): 5+3 and 4+3+1, each lane in
-    the parts' order; with more lanes than parts the empty ones are dropped."""
-    assert assign([5, 4, 3, 3, 1], 2) == [[0, 3], [1, 2, 4]]
-    assert assign([2, 7], 4) == [[1], [0]]
+def test_a_part_gets_its_share_of_the_lane_time_left() -> None:
+    """60 s to the deadline, another lane busy for 12 s more: 108 lane-seconds left, of
+    which a part of 3,000 of the 30,000 jobs left gets a tenth; the last part may take
+    all of its lane's time, not the other lane's too."""
+    assert part_limit(0.0, 60.0, [12.0], 3_000, 30_000) == pytest.approx(10.8)
+    assert part_limit(40.0, 60.0, [50.0], 2_000, 2_000) == pytest.approx(20.0)
+    assert part_limit(61.0, 60.0, [0.0], 10, 10) == 0.0
 
 
 def test_a_lane_backend_is_one_worker_in_the_lane_itself_and_picklable() -> None:
@@ -36,14 +37,15 @@ def test_the_parts_of_a_lane_that_dies_are_planned_after_the_others(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """When a lane's process dies, the epoch still has a valid plan of every part: the
-    dead lane's parts are planned in this process afterwards, and the message says so."""
+    other lane plans the parts still queued, the dead lane's part is planned in this
+    process afterwards, and the message says so."""
     calls: list[int] = []
     real = Isolated.call
 
     def one_dies(self: Isolated, fn: Any, args: tuple[Any, ...], timeout: float) -> Any:
-        if fn.__name__ != "plan_lane":  # the solver process of the parts planned after
+        if fn.__name__ != "plan_part":  # the solver process of the parts planned after
             return real(self, fn, args, timeout)
-        calls.append(len(args[0]))
+        calls.append(len(args[0].jobs))
         if len(calls) == 1:
             raise SolverDied("the solver process died (exit code -6)")
         return real(self, fn, args, timeout)
@@ -51,8 +53,8 @@ def test_the_parts_of_a_lane_that_dies_are_planned_after_the_others(
     monkeypatch.setattr(Isolated, "call", one_dies)
     snapshot = medium_snapshot()
     plan = plan_epoch(snapshot, time_limit=8.0, decompose=3, lanes=2)
-    assert len(calls) == 2
+    assert len(calls) == 3  # one part each, the dead lane's first, then the live one's
     assert "planned in 2 lanes" in plan.solver.message
-    assert "part(s) planned after: lane failed: the solver process died" in plan.solver.message
+    assert "1 part(s) planned after: lane failed: the solver process died" in plan.solver.message
     assert not plan.solver.fallback
     check_plan(snapshot, plan)
