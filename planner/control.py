@@ -343,7 +343,7 @@ class ControlLoop:
         run = core.by_id.get(ob.job)
         if run is not None:
             return run
-        job = _adopted_job(ob, self.scenario)
+        job = _adopted_job(ob, self.scenario, core.now)
         if job is None or job.project not in core.demand_h100:
             return None
         return core.add_job(job)
@@ -618,9 +618,10 @@ def _some(names: list[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _adopted_job(ob: ObservedJob, scenario: Scenario) -> Job | None:
+def _adopted_job(ob: ObservedJob, scenario: Scenario, now: float) -> Job | None:
     """The planner job of an observed managed job: the scenario's job of that name (with
-    its declared duration), or one built from what the cluster reports."""
+    its declared duration), or one built from what the cluster reports, submitted when
+    first seen (``now``)."""
     for job in scenario.jobs:
         if job.id == ob.job:
             return job
@@ -628,7 +629,7 @@ def _adopted_job(ob: ObservedJob, scenario: Scenario) -> Job | None:
         return None
     try:
         return Job(
-            id=ob.job, project=ob.project, gpus=ob.gpus, duration=None,
+            id=ob.job, project=ob.project, gpus=ob.gpus, duration=None, submit=max(now, 0.0),
             min_runtime=ob.min_runtime if ob.min_runtime is not None else scenario.policy.max_min_runtime,
             resumable=ob.resumable,
         )

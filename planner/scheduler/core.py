@@ -384,7 +384,9 @@ class Scheduler:
 
     def _submit(self, run: JobRun) -> None:
         run.status = "queued"
-        run.queued_at = self.now
+        # Its arrival: a restarted live run takes the jobs already waiting in again, and
+        # their waits count from when they came, not from the restart.
+        run.queued_at = min(self.now, run.job.submit)
         run.h100_demand = self.job_h100(run)
         self.demand_h100[run.job.project] += run.h100_demand
         self.record("submit", run)

@@ -526,3 +526,30 @@ def test_a_restart_keeps_free_work_uncharged(tiny: Scenario, tmp_path: Path,
     infra = [u for u in records if u.project == "infra"]
     assert sum(u.unallocated_gpu_h for u in infra) > 0
     assert sum(u.allocated_gpu_h for u in infra) == 0.0
+
+
+def test_a_job_waiting_at_a_restart_keeps_its_wait(tmp_path: Path) -> None:
+    """Three 8-GPU jobs at 0 on two nodes: one waits. After a restart 10 minutes on, the
+    live status counts its wait from its arrival, not from the restart."""
+    jobs = [Job(id=f"j{i}", project="a", gpus=8, duration=36000.0, min_runtime=3600.0)
+            for i in range(3)]
+    scenario = one_pool(jobs)
+    clock = FakeTime()
+    ex = DryRunExecutor(scenario, io.StringIO(), clock=clock.time)
+    path = tmp_path / "ledger.sqlite"
+    state_path = tmp_path / "ledger.sqlite.run.json"
+    with Ledger(path) as ledger:
+        _loop(scenario, ex, ledger, clock, run_state=RunState.load(state_path, ORIGIN)).run(epochs=1)
+    clock.t = ORIGIN + 600.0
+    with Ledger(path) as ledger:
+        loop = _loop(scenario, ex, ledger, clock, run_state=RunState.load(state_path, clock.time()))
+        loop.run(epochs=1)
+    assert loop.core is not None
+    waiting = [r for r in loop.core.runs if r.status == "queued"]
+    assert [r.job.id for r in waiting] == ["j2"]
+    assert waiting[0].queued_at == 0.0
+    status = loop.status.latest()
+    assert status is not None
+    # Published at its last decision, after the restart: the wait is all of the time since 0.
+    assert status.at >= 600.0
+    assert [(q.job, q.wait_s) for q in status.queue] == [("j2", status.at)]
