@@ -151,6 +151,13 @@ def plan_in_lanes(
     threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(n)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # Ctrl-C reaches this thread, not the lanes' calls: end them now, not at their
+        # parts' time limits.
+        for proc in procs:
+            proc.kill()
+        raise
     return out

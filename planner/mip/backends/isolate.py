@@ -176,6 +176,13 @@ class Isolated:
             raise Unavailable("the solver process did not start") from exc
         self._pending = False
 
+    def kill(self) -> None:
+        """Kill the child now, even while another thread waits in :meth:`call` (that call
+        then raises :class:`SolverDied`)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
     def close(self) -> None:
         """Stop the child (it is also stopped when this process exits)."""
         with self._lock:

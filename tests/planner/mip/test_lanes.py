@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from planner.mip import plan_epoch
+from planner.mip import lanes, plan_epoch
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.backends.isolate import Isolated, SolverDied
 from planner.mip.lanes import part_limit
@@ -58,3 +64,27 @@ def test_the_parts_of_a_lane_that_dies_are_planned_after_the_others(
     assert "1 part(s) planned after: lane failed: the solver process died" in plan.solver.message
     assert not plan.solver.fallback
     check_plan(snapshot, plan)
+
+
+def test_ctrl_c_while_the_lanes_plan_ends_them_at_once(
+    benchmark_script: Callable[[str], ModuleType],
+) -> None:
+    """A KeyboardInterrupt in the caller while both lanes plan parts of a cold 3,000-job
+    epoch (given a minute and no gap to stop at) reaches the caller within seconds, and
+    the lanes' processes are gone."""
+    snapshot = benchmark_script("families").family_snapshot("cold", 1)
+    lanes.warm(2)
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    t0 = time.perf_counter()
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            plan_epoch(snapshot, time_limit=60.0, rel_gap=0.0, decompose=3, lanes=2)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert time.perf_counter() - t0 < 10.0
+    procs = lanes._lane_processes(2)
+    for proc in procs:
+        assert proc._proc is None or proc._proc.wait(timeout=5) is not None
