@@ -30,14 +30,14 @@ from planner.simulator.engine import Engine
 OnAGrid = Callable[[Scenario, GenerateSpec], Scenario]
 
 
-def _scheduler(jobs: list[Job], policy: str = "legacy") -> Scheduler:
+def _scheduler(jobs: list[Job], policy: str = "legacy", **kw: Any) -> Scheduler:
     scenario = Scenario(
         name="core",
         clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
         org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
         workloads=Workloads(jobs=tuple(jobs)),
     )
-    return Scheduler(scenario, make_policy(policy))
+    return Scheduler(scenario, make_policy(policy), **kw)
 
 
 def _contracts_end_as_one_job_finishes(policy: str) -> Scheduler:
@@ -239,14 +239,8 @@ def test_an_adopted_run_told_it_ran_free_is_charged_nothing() -> None:
     other allocated, each for the 900 s up to the charge point."""
     jobs = [Job(id="free", project="a", gpus=4, duration=36000.0, resumable=True),
             Job(id="paid", project="b", gpus=4, duration=36000.0, resumable=True)]
-    scenario = Scenario(
-        name="adopt",
-        clusters=(Cluster(name="alpha", node_groups=(NodeGroup(gpu_type="H100", nodes=1),)),),
-        org=(OrgUnit(name="a", share=1), OrgUnit(name="b", share=1)),
-        workloads=Workloads(jobs=tuple(jobs)),
-    )
-    e = Scheduler(scenario, make_policy("fairshare"), start=600.0, charged_until=0.0)
-    node = (scenario.nodes[0].name,)
+    e = _scheduler(jobs, "fairshare", start=600.0, charged_until=0.0)
+    node = (e.scenario.nodes[0].name,)
     e.adopt(e.by_id["free"], Pool("alpha", "H100"), node, 0.0, charged=False)
     e.adopt(e.by_id["paid"], Pool("alpha", "H100"), node, 0.0)
     e.step(600.0)
