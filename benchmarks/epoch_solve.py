@@ -25,6 +25,7 @@ Usage::
     .venv/bin/python benchmarks/epoch_solve.py --family warm cold --seeds 5
     .venv/bin/python benchmarks/epoch_solve.py --family scale --seeds 1
     .venv/bin/python benchmarks/epoch_solve.py --family warm --code /tmp/base   # before
+    .venv/bin/python benchmarks/epoch_solve.py --family scale --seeds 3 --lanes 1  # no lanes
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", type=Path, default=None, help="the checkout whose planner to run")
     ap.add_argument("--verbose", action="store_true", help="print each run's solver message")
     ap.add_argument(
+        "--lanes", type=int, default=None,
+        help="parts of a decomposed epoch planned at once (default: one per core; 1: one "
+        "after another)",
+    )
+    ap.add_argument(
         "--greedy", action="store_true", help="also print the greedy plan's delivered/owed"
     )
     args = ap.parse_args(argv)
@@ -120,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             worst = -1.0
             for seed, snap in snaps:
                 t0 = time.perf_counter()
-                plan = plan_epoch(snap, backend=backend, time_limit=time_limit, rel_gap=args.gap)
+                extra = {} if args.lanes is None else {"lanes": args.lanes}
+                plan = plan_epoch(snap, backend=backend, time_limit=time_limit, rel_gap=args.gap,
+                                  **extra)
                 times.append(time.perf_counter() - t0)
                 info = plan.solver
                 gap = info.gap if info.gap is not None and not info.fallback else float("inf")
