@@ -133,8 +133,13 @@ def plan_in_lanes(
                 i = queue.pop(0)
                 now = time.monotonic()
                 jobs = len(parts[i].jobs)
-                limit = part_limit(now, deadline, busy_until[:lane] + busy_until[lane + 1:],
-                                   jobs, jobs_left[0])
+                if len(queue) < n:
+                    # One of the last parts: no lane takes another after it, so it may
+                    # have all of its lane's time (the others have theirs).
+                    limit = max(deadline - now, 0.0)
+                else:
+                    limit = part_limit(now, deadline, busy_until[:lane] + busy_until[lane + 1:],
+                                       jobs, jobs_left[0])
                 jobs_left[0] -= jobs
                 busy_until[lane] = now + limit
             args: tuple[Any, ...] = (parts[i], one, max(limit, 0.5), rel_gap * PART_GAP, previous)
