@@ -114,7 +114,8 @@ def plan_in_lanes(
 
     The parts wait in one queue, largest first; a lane that is done takes the next,
     with its share of the lane time left (:func:`part_limit`), so a lane whose parts
-    end early does not idle while another still has several to plan.
+    end early does not idle while another still has several to plan. Each of the last
+    parts (one per lane) may run to the deadline.
     """
     n = min(lanes, len(parts))
     procs = _lane_processes(n)
