@@ -817,37 +817,29 @@ def _decomposed(
     less a reserve for merging; a part a lane could not plan is planned so here.
     """
     n_lanes = min(parts, lanes if lanes is not None else lanes_module.cores())
-    if n_lanes > 1 and solver.capabilities.lanes and isinstance(solver, Laned):
+    laned = solver if n_lanes > 1 and solver.capabilities.lanes and isinstance(solver, Laned) else None
+    if laned is not None:
         lanes_module.warm(n_lanes)  # their imports overlap the split
     subs = split(snapshot, parts)
     deadline = time.monotonic() + time_limit - MERGE_RESERVE - (time.perf_counter() - t0)
     found: list[Plan | str] = [""] * len(subs)
     note = ""
-    if n_lanes > 1 and solver.capabilities.lanes and isinstance(solver, Laned):
-        found = lanes_module.plan_in_lanes(subs, solver, n_lanes, deadline, rel_gap, previous)
+    if laned is not None:
+        found = lanes_module.plan_in_lanes(subs, laned, n_lanes, deadline, rel_gap, previous)
         note = f", planned in {min(n_lanes, len(subs))} lanes (one process per core)"
-        failed = sorted({f for f in found if isinstance(f, str)})
+        failed = [f for f in found if isinstance(f, str)]
         if failed:
-            note += f"; {sum(isinstance(f, str) for f in found)} part(s) planned after: {failed[0]}"
+            note += f"; {len(failed)} part(s) planned after: {min(failed)}"
     jobs_left = sum(len(s.jobs) for s, f in zip(subs, found, strict=True) if isinstance(f, str))
     plans: list[Plan] = []
     for sub, got in zip(subs, found, strict=True):
         if isinstance(got, Plan):
             plans.append(got)
             continue
-        left = deadline - time.monotonic()
-        share = len(sub.jobs) / max(jobs_left, 1)
+        # One lane: the part's share of this process's time left.
+        limit = lanes_module.part_limit(time.monotonic(), deadline, (), len(sub.jobs), jobs_left)
         jobs_left -= len(sub.jobs)
-        plans.append(
-            plan_epoch(
-                sub,
-                backend=solver,
-                time_limit=max(left * share, 0.5),
-                rel_gap=rel_gap,
-                previous=previous,
-                decompose=1,
-            )
-        )
+        plans.append(lanes_module.plan_part(sub, solver, max(limit, 0.5), rel_gap, previous))
     return merge(snapshot, plans, solver.name, time.perf_counter() - t0, note)
 
 
