@@ -94,8 +94,6 @@ class RunState:
             if not isinstance(data, dict):
                 raise ValueError("expected a JSON object with origin and submitted")
             origin = data["origin"]
-            submitted = data.get("submitted", [])
-            free = data.get("free", [])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RunStateError(f"{path}: not a gpuplan run state file ({exc})") from None
         if isinstance(origin, bool) or not isinstance(origin, int | float) or not math.isfinite(origin):
@@ -103,11 +101,8 @@ class RunState:
                 f"{path}: origin: expected the run's start as a finite number of seconds, "
                 f"got {origin!r}"
             )
-        if not isinstance(submitted, list) or not all(isinstance(j, str) for j in submitted):
-            raise RunStateError(f"{path}: submitted: expected a list of job ids")
-        if not isinstance(free, list) or not all(isinstance(j, str) for j in free):
-            raise RunStateError(f"{path}: free: expected a list of job ids")
-        return cls(float(origin), set(submitted), path, set(free))
+        submitted, free = (_job_ids(path, data, name) for name in ("submitted", "free"))
+        return cls(float(origin), submitted, path, free)
 
     def save(self) -> None:
         if self.path is None:
@@ -116,3 +111,11 @@ class RunState:
         tmp.write_text(json.dumps({"origin": self.origin, "submitted": sorted(self.submitted),
                                    "free": sorted(self.free)}))
         os.replace(tmp, self.path)  # atomic: a crash never leaves half a file
+
+
+def _job_ids(path: Path, data: dict[str, object], name: str) -> set[str]:
+    """The job ids kept under ``name`` (none when the file has no such field)."""
+    ids = data.get(name, [])
+    if not isinstance(ids, list) or not all(isinstance(j, str) for j in ids):
+        raise RunStateError(f"{path}: {name}: expected a list of job ids")
+    return set(ids)
