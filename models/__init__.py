@@ -20,7 +20,7 @@ from models.plan import (
 )
 from models.policy import Policy
 from models.scenario import BudgetRevision, GenerateSpec, PhillySpec, Scenario, Workloads
-from models.snapshot import JobState, NodeState, Snapshot, keeps_running, spare_seconds
+from models.snapshot import JobState, NodeState, Snapshot, drain_guard, keeps_running, spare_seconds
 from models.standing import ProjectStanding
 from models.status import (
     JOB_CLASSES,
@@ -83,6 +83,7 @@ __all__ = [
     "SolveStatus",
     "SolverInfo",
     "Workloads",
+    "drain_guard",
     "effective_shares",
     "format_duration",
     "keeps_running",

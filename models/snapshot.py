@@ -40,6 +40,19 @@ def keeps_running(job: Job, charged: bool, progress: float, slice_len: float) ->
     return charged or progress > spare_seconds(slice_len)
 
 
+def drain_guard(job: Job, charged: bool, remaining: float | None) -> float:
+    """Seconds a start of ``job`` keeps clear of maintenance windows (no node whose
+    window opens within them, :func:`planner.placement.holds_up_drain`): a charged
+    start's contract, which the drain would wait for; and for funded non-resumable work,
+    which the plan lets run out (:func:`keeps_running`), charged or not, its declared
+    remaining time, since a drain that stops it throws all its progress away. Unknown
+    duration: the contract alone."""
+    guard = job.min_runtime if charged and job.allocated else 0.0
+    if job.allocated and not job.resumable and remaining is not None and remaining < float("inf"):
+        guard = max(guard, remaining)
+    return guard
+
+
 class NodeState(Frozen):
     """A node and its maintenance window, if one overlaps the epoch.
 

@@ -22,6 +22,7 @@ from models import (
     ProjectPlan,
     Slice,
     SolverInfo,
+    drain_guard,
     keeps_running,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
@@ -262,7 +263,7 @@ def place_in_order(
         pool = epoch.pools[s.pool]
         last = s.slice + length[s.state.job.id]
         nodes = board.place(pool, s.state.job.gpus, s.slice, last, prev.get(s.state.job.id, ()),
-                            s.state.job.min_runtime)
+                            drain_guard(s.state.job, True, s.state.remaining))
         if nodes is None:
             dropped.add(s.state.job.id)
             continue
@@ -515,7 +516,8 @@ def _try_start(
             if board.pool_free(pool, first) < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
-            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()), job.min_runtime)
+            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()),
+                                drain_guard(job, True, st.remaining))
             if nodes is None:
                 continue
             run = Run(st, p, first, last, nodes, False)

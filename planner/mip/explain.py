@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models import JobState, Pending, PendingReason, Plan, Snapshot
+from models import JobState, Pending, PendingReason, Plan, Snapshot, drain_guard
 from planner.mip.assemble import Board, Run
 from planner.mip.epoch import Epoch, JobClass, SubPool
 from planner.mip.objective import project_weight
@@ -51,7 +51,7 @@ def pending_reasons(
             if st.job.id in placed:
                 continue
             if near:
-                dkey = (*key, st.job.min_runtime, c.run)
+                dkey = (*key, drain_guard(st.job, True, st.remaining), c.run)
                 down = downs.get(dkey)
                 if down is None:
                     down = downs[dkey] = _down_ahead(epoch, board, c, st, pools)
@@ -88,7 +88,8 @@ def _down_ahead(
     fits = [(p, k) for p in pools for k in range(epoch.slices)
             if board.pool_free(p, k) >= p.taken(job.gpus)]
     return bool(fits) and all(
-        _usable_free(epoch, board, p, k, k + cls.length(k, epoch.slices), job.min_runtime)
+        _usable_free(epoch, board, p, k, k + cls.length(k, epoch.slices),
+                     drain_guard(job, True, st.remaining))
         < p.taken(job.gpus)
         for p, k in fits
     )
@@ -98,12 +99,15 @@ def _maintenance_ahead(board: Board, st: JobState, pools: list[SubPool]) -> Pend
     job = st.job
     names = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
     most = max(board.pool_free(p, 0) for p in pools)
+    guard = drain_guard(job, True, st.remaining)
+    # Funded non-resumable work runs out, and a drain would throw its progress away.
+    span = (f"its minimum runtime of {job.min_runtime / 3600:g} h" if guard <= job.min_runtime
+            else f"its remaining {guard / 3600:.1f} h of work (it is not resumable)")
     return Pending(
         job=job.id,
         reason=PendingReason.MAINTENANCE,
         detail=f"needs {job.gpus} GPUs; {most} are free on {names}, but on nodes whose "
-        f"maintenance starts before its run in this epoch, or its minimum runtime of "
-        f"{job.min_runtime / 3600:g} h, would end",
+        f"maintenance starts before its run in this epoch, or {span}, would end",
     )
 
 

@@ -44,7 +44,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import numpy as np
 
-from models import NodeState, Plan, Pool, keeps_running, spare_seconds
+from models import NodeState, Plan, Pool, drain_guard, keeps_running, spare_seconds
 from planner.placement import per_node_gpus, place_gang
 from planner.scheduler.core import Scheduler, candidate_pools
 from planner.scheduler.queues import (
@@ -192,6 +192,11 @@ class MipPolicy:
     def _kept(self, run: JobRun) -> bool:
         """Whether the plan lets ``run`` finish (:func:`models.keeps_running`)."""
         return keeps_running(run.job, run.charged, run.done_work(self.engine.now), self.slice_len)
+
+    def fence_for(self, run: JobRun) -> float:
+        """Seconds a start of ``run`` between plans keeps clear of maintenance windows
+        (:func:`_contract`): the status reads waits off the cluster with it."""
+        return _contract(run, run.job.allocated)
 
     def on_finish(self, run: JobRun) -> None:
         pass
@@ -800,9 +805,11 @@ class MipPolicy:
 
 
 def _contract(run: JobRun, charged: bool) -> float:
-    """Seconds a start of ``run`` is protected for: its minimum runtime when charged
-    (here unallocated work may be preempted at any time)."""
-    return run.job.min_runtime if charged and run.job.allocated else 0.0
+    """Seconds a start of ``run`` keeps clear of maintenance windows
+    (:func:`models.drain_guard`): its minimum runtime when charged (here unallocated
+    work may be preempted at any time), and funded non-resumable work's declared
+    remaining time, as the plan lets it run out."""
+    return drain_guard(run.job, charged, run.remaining)
 
 
 def _planned_detail(a: Any, run: JobRun) -> str:

@@ -78,9 +78,12 @@ def _reason(core: Scheduler, run: JobRun, ahead: int,
         return PendingReason.MAINTENANCE
     free = sum(cl.free[n] for p in pools for n in cl.pools[p].open_free)
     if free >= run.job.gpus:
-        takeable = sum(sum(core.open_free(cl.pools[p], run.job.min_runtime).values()) for p in pools)
+        # A policy may keep a start clear of maintenance for longer than the contract.
+        fence_for = getattr(core.policy, "fence_for", None)
+        guard = fence_for(run) if fence_for is not None else run.job.min_runtime
+        takeable = sum(sum(core.open_free(cl.pools[p], guard).values()) for p in pools)
         if takeable < run.job.gpus:
-            return PendingReason.MAINTENANCE  # the free GPUs' nodes go down within its contract
+            return PendingReason.MAINTENANCE  # the free GPUs' nodes go down within its guard
         return PendingReason.NO_GANG_HOLE
     holders = [core.runs[i] for p in pools for n in cl.pools[p].size for i in cl.jobs_on[n]]
     if holders and not any(core.past_contract(h) for h in holders):

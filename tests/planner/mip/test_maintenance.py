@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from models import PendingReason
 from planner.mip import plan_epoch
 
@@ -70,8 +72,8 @@ def test_no_new_work_on_drained_nodes() -> None:
 def test_no_contract_is_planned_into_a_window_after_the_epoch() -> None:
     """Node 001's next window opens at 4,000 s, after the epoch. Two 8-GPU jobs with 2 h
     contracts: a start there in any slice would still be protected then, so the plan
-    runs one job, on node 000. A 15 min contract may use node 001 in the first slices
-    (a start at 0 s ends its contract at 900 s)."""
+    runs one job, on node 000. A resumable job's 15 min contract may use node 001 in the
+    first slices (a start at 0 s ends its contract at 900 s)."""
     base = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
     plan = plan_epoch(base.queued("q1", min_runtime=7200.0).queued("q2", min_runtime=7200.0)
                       .build())
@@ -81,8 +83,8 @@ def test_no_contract_is_planned_into_a_window_after_the_epoch() -> None:
     assert waiting.reason is PendingReason.MAINTENANCE
     assert "maintenance starts before its run in this epoch, or its minimum runtime of 2 h" in waiting.detail
     short = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
-    plan = plan_epoch(short.queued("q1", min_runtime=7200.0).queued("q2", min_runtime=900.0)
-                      .build())
+    plan = plan_epoch(short.queued("q1", min_runtime=7200.0)
+                      .queued("q2", min_runtime=900.0, resumable=True).build())
     placed = {a.job: a.nodes for s in plan.slices for a in s.assignments}
     assert placed == {"q1": ("c-h100-000",), "q2": ("c-h100-001",)}
 
@@ -115,3 +117,25 @@ def test_a_job_kept_off_a_node_that_drains_during_its_run_waits_for_maintenance(
     )
     (waiting,) = plan.pending
     assert waiting.reason is PendingReason.MAINTENANCE
+
+
+@pytest.mark.parametrize("resumable", [False, True])
+def test_non_resumable_work_keeps_off_a_window_before_its_end_not_only_its_contract(
+    resumable: bool,
+) -> None:
+    """Node 001's next window opens at 4,000 s. Two 3 h jobs with 15 min contracts: a
+    non-resumable one would run out into the window and lose all its work there, so only
+    one starts (on node 000) and the other waits for maintenance; resumable ones both
+    start (a drain costs them a restart)."""
+    base = SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
+    plan = plan_epoch(base.queued("q1", min_runtime=900.0, duration=10800.0, resumable=resumable)
+                      .queued("q2", min_runtime=900.0, duration=10800.0, resumable=resumable)
+                      .build())
+    placed = {a.job: a.nodes for s in plan.slices for a in s.assignments}
+    if resumable:
+        assert sorted(placed.values()) == [("c-h100-000",), ("c-h100-001",)]
+        return
+    assert list(placed.values()) == [("c-h100-000",)]
+    (waiting,) = plan.pending
+    assert waiting.reason is PendingReason.MAINTENANCE
+    assert "its remaining 3.0 h of work (it is not resumable)" in waiting.detail

@@ -11,13 +11,16 @@ from models import (
     Assignment,
     Cluster,
     Job,
+    Maintenance,
     NodeGroup,
     OrgUnit,
+    PendingReason,
     Plan,
     Policy,
     Scenario,
     Slice,
     SolverInfo,
+    SchedulerCounters,
     SolveStatus,
     Workloads,
 )
@@ -25,6 +28,7 @@ from planner.scheduler import SUBMIT, Event, Scheduler
 from planner.scheduler.mip import MipPolicy
 from planner.scheduler.queues import fair_share_rank
 from planner.scheduler.state import JobRun
+from planner.scheduler.status import live_status
 from planner.simulator import simulate
 from planner.simulator.validate import check_result
 
@@ -410,3 +414,29 @@ def test_an_unknown_fast_lane_keeps_is_refused() -> None:
     """A misspelt setting would otherwise act as ``none`` without a word."""
     with pytest.raises(ValueError, match="fast_lane_keeps: expected one of funded, gangs, none, got 'all'"):
         MipPolicy(fast_lane_keeps="all")  # type: ignore[arg-type]
+
+
+def test_non_resumable_work_arriving_between_plans_waits_rather_than_run_into_a_window() -> None:
+    """Node 001 drains from 30 min to 1 h 30 min. N1 (at 0 s, the plan) takes node 000;
+    N2 arrives at 60 s, with node 001 free: its 15 min contract would end before the
+    window, but as non-resumable work it runs out, and the drain would throw away its
+    first 29 min. It waits for the window's end, the status says maintenance, and
+    maintenance stops nothing."""
+    jobs = [{"id": f"N{k}", "project": p, "gpus": 8, "duration": 3 * H, "min_runtime": SLICE,
+             "submit": t} for k, p, t in ((1, "a", 0.0), (2, "b", 60.0))]
+    s = build(jobs, nodes=2, shares={"a": 1, "b": 1}).model_copy(update={"maintenance": (
+        Maintenance(cluster="c", nodes=1, start=1800.0, duration=H),)})
+    core = Scheduler(s, MipPolicy(backend="pulp", time_limit=5.0))
+    core.step(0.0, [Event(SUBMIT, "N1")])
+    core.step(60.0, [Event(SUBMIT, "N2")])
+    assert core.by_id["N1"].nodes == ("c-h100-000",)
+    assert core.by_id["N2"].status == "queued"
+    status = live_status(core, wall=60.0, origin=0.0, policy="mip", executor="dry-run",
+                         counters=SchedulerCounters())
+    (waiting,) = status.queue
+    assert waiting.reason is PendingReason.MAINTENANCE
+    r = simulate(s, "mip", days=6 / 24, time_limit=5.0, backend="pulp")
+    assert check_result(s, r) == []
+    ev = r.events
+    assert ev[ev.event == "preempt"].empty
+    assert float(ev[(ev.job == "N2") & (ev.event == "start")].t.iloc[0]) >= 1800.0 + H
