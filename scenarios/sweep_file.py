@@ -113,6 +113,11 @@ def _backend(value: object) -> str | None:
     return None if value in ("cpsat", "pulp") else "cpsat or pulp"
 
 
+def _lanes(value: object) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return None if ok else "a whole number of 1 or more"
+
+
 def _fast_lane_keeps(value: object) -> str | None:
     from planner.scheduler.mip import FAST_LANE_KEEPS
 
@@ -131,6 +136,7 @@ OPTION_CHECKS: dict[str, Callable[[object], str | None]] = {
     "holds": _flag,
     "hold_fraction": _open_fraction,
     "fast_lane_keeps": _fast_lane_keeps,
+    "lanes": _lanes,
 }
 
 

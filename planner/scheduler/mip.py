@@ -92,7 +92,10 @@ class MipPolicy:
         early_starts: bool = True,
         lazy_stops: bool = True,
         fast_lane_keeps: FastLaneKeeps = "none",
+        lanes: int | None = None,
     ) -> None:
+        if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1):
+            raise ValueError(f"lanes: expected a whole number of 1 or more, got {lanes!r}")
         if fast_lane_keeps not in FAST_LANE_KEEPS:
             raise ValueError(
                 f"fast_lane_keeps: expected one of {', '.join(FAST_LANE_KEEPS)}, got {fast_lane_keeps!r}"
@@ -100,6 +103,9 @@ class MipPolicy:
         self.backend = backend
         self.time_limit = time_limit
         self.rel_gap = rel_gap
+        # Processes a decomposed epoch is planned in (None: one per core); runs side by
+        # side on the cores (a sweep's workers) plan in one each.
+        self.lanes = lanes
         self.replan_slices = replan_slices
         self.plan: Plan | None = None
         self.plan_seconds: list[float] = []
@@ -252,7 +258,7 @@ class MipPolicy:
                 )})
         t0 = time.perf_counter()
         plan = plan_epoch(snap, backend=self.backend, time_limit=self.time_limit,
-                          rel_gap=self.rel_gap, previous=self.plan)
+                          rel_gap=self.rel_gap, previous=self.plan, lanes=self.lanes)
         self.plan_wall.append(time.perf_counter() - t0)
         self.plan_seconds.append(plan.solver.seconds)
         self.fallbacks += int(plan.solver.fallback)

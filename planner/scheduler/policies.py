@@ -35,7 +35,7 @@ OPTIONS = {
     "fairshare": (),
     "mip": ("backend", "time_limit", "rel_gap", "replan_slices", "fast_lane", "holds",
             "hold_fraction", "hold_min_gpus", "funded_lane", "early_starts",
-            "lazy_stops", "fast_lane_keeps"),
+            "lazy_stops", "fast_lane_keeps", "lanes"),
 }
 """The options each policy takes."""
 

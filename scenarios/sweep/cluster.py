@@ -129,7 +129,7 @@ def run_on_dask(
             future = client.submit(
                 _run_with_base,
                 bases[id(task.base)],
-                dataclasses.replace(task, base=_NO_BASE, hours_topic=topic),
+                dataclasses.replace(task, base=_NO_BASE, hours_topic=topic, side_by_side=True),
                 key=f"sweep-{run_id}-{task.point.key}",
                 pure=False,
             )

@@ -45,7 +45,10 @@ class PointTask:
 
     ``keep``: also return the runner's whole result (the what-if app needs the per
     project and per job tables, not only the summary row). ``hours_topic``: on a Dask
-    worker, the event topic the point's simulated hours are logged to.
+    worker, the event topic the point's simulated hours are logged to. ``side_by_side``:
+    the point runs beside others on the same cores (on Dask workers), so a ``mip``
+    point plans a decomposed epoch in one process, not one per core, unless its
+    options say how many (``lanes``).
     """
 
     base: SweepBase
@@ -54,6 +57,7 @@ class PointTask:
     runner: Runner | None = None
     keep: bool = False
     hours_topic: str | None = None
+    side_by_side: bool = False
 
 
 def takes_progress_callable(runner: Runner) -> bool:
@@ -116,6 +120,10 @@ def run_point_kept(task: PointTask, hours: HoursCallback | None = None) -> tuple
 
             runner = simulate
         options = dict(point.options)
+        if task.side_by_side and point.policy == "mip":
+            # The workers already take the cores: a lane per core in each would
+            # oversubscribe them.
+            options.setdefault("lanes", 1)
         report = hours or _topic_reporter(task.hours_topic)
         if report is not None and takes_progress_callable(runner):
             options["progress"] = _throttled(point.key, report)

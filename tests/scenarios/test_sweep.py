@@ -613,6 +613,25 @@ def test_hours_come_back_from_dask_workers(two_workers: Client) -> None:
     assert {k for k, d, t in heard if d == t} == set(report.frame["point"])
 
 
+def lanes_runner(scenario: Scenario, policy: str, *, days: float | None = None, **options: Any) -> Any:
+    """Report the ``lanes`` option the point was run with (0: none given)."""
+    return SimpleNamespace(summary={"lanes": options.get("lanes", 0)})
+
+
+def test_mip_points_on_dask_plan_in_one_lane_unless_told(two_workers: Client) -> None:
+    """Points run side by side on the workers already take the cores: a ``mip`` point
+    there plans a decomposed epoch in one process (``lanes=1``), not one per core; run
+    in this process it keeps the planner's default; a ``lanes`` option wins."""
+    def lanes(client: Client | None, options: dict[str, Any] | None = None) -> dict[str, int]:
+        report = run_sweep(SweepConfig(base=TINY, policies=["mip", "fairshare"], days=DAYS,
+                                       runner=lanes_runner, client=client, options=options))
+        return dict(zip(report.frame["policy"], report.frame["lanes"], strict=True))
+
+    assert lanes(two_workers) == {"mip": 1, "fairshare": 0}
+    assert lanes(None) == {"mip": 0, "fairshare": 0}
+    assert lanes(two_workers, {"lanes": 2})["mip"] == 2
+
+
 def test_a_progress_flag_is_not_given_a_callable() -> None:
     """Only a runner whose progress takes a callable is handed one."""
     assert takes_progress_callable(hours_runner)

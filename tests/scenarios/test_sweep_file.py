@@ -31,6 +31,7 @@ def _error(tmp_path: Path, body: str) -> str:
         ("policies: [mip]\noptions: {backend: gurobi}\n", "options.backend: expected cpsat or pulp"),
         ("policies: [mip]\noptions: {fast_lane_keeps: all}\n",
          "options.fast_lane_keeps: expected funded, gangs or none, got 'all'"),
+        ("policies: [mip]\noptions: {lanes: 0}\n", "options.lanes: expected a whole number of 1 or more, got 0"),
         ("policies: [legacy]\noptions: {seed: -1}\n", "options.seed: expected a whole number from 0"),
         ("policies: [legacy]\noptions: {protected_fraction: 2}\n", "options.protected_fraction: expected a number from 0 to 1"),
         ("policies: [mip]\ngrid: {options.hold_fraction: [0.5, 0]}\n",

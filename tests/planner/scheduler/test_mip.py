@@ -18,9 +18,9 @@ from models import (
     Plan,
     Policy,
     Scenario,
+    SchedulerCounters,
     Slice,
     SolverInfo,
-    SchedulerCounters,
     SolveStatus,
     Workloads,
 )
@@ -414,6 +414,31 @@ def test_an_unknown_fast_lane_keeps_is_refused() -> None:
     """A misspelt setting would otherwise act as ``none`` without a word."""
     with pytest.raises(ValueError, match="fast_lane_keeps: expected one of funded, gangs, none, got 'all'"):
         MipPolicy(fast_lane_keeps="all")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("lanes", [0, -1, True, 1.5])
+def test_lanes_that_are_not_a_whole_number_of_one_or_more_are_refused(lanes: Any) -> None:
+    """``lanes`` is how many processes plan a decomposed epoch: 0 or 1.5 is a mistake."""
+    with pytest.raises(ValueError, match="lanes: expected a whole number of 1 or more"):
+        MipPolicy(lanes=lanes)
+
+
+def test_the_plans_use_the_lanes_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lanes`` reaches every plan_epoch call (a sweep's workers ask for one each)."""
+    import planner.mip as mip_module
+
+    asked: list[int | None] = []
+    real = mip_module.plan_epoch
+
+    def spy(*args: Any, **kwargs: Any) -> Plan:
+        asked.append(kwargs.get("lanes"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mip_module, "plan_epoch", spy)
+    s = build([{"id": "A", "project": "a", "gpus": 8, "duration": H, "min_runtime": SLICE}],
+              nodes=1, shares={"a": 1})
+    simulate(s, "mip", days=2 / 24, time_limit=2.0, backend="pulp", lanes=1)
+    assert asked and set(asked) == {1}
 
 
 def test_non_resumable_work_arriving_between_plans_waits_rather_than_run_into_a_window() -> None:
