@@ -125,12 +125,14 @@ class MipPolicy:
         self.later: list[tuple[float, Any]] = []
         self._stale = False  # a planned start happened since the reservations were made
         self._spare_wake = -math.inf
+        self._fast_wake = -math.inf
         self.queue = ShapeQueues(within_project)
         self.funded_queue = ShapeQueues(within_project)
         self.slice_index = 0
         self.want: dict[str, Any] = {}
         self.failed_starts: set[str] = set()  # planned starts that found no room (this slice)
         self.fast: dict[int, JobRun] = {}  # queued funded debug-class jobs
+        self.fast_since: dict[int, float] = {}  # when each joined the queue (this time)
         self.fast_lane = fast_lane
         self.use_holds = holds
         self.hold_fraction = hold_fraction
@@ -164,6 +166,7 @@ class MipPolicy:
         self.queue.push(run.job.project, run)
         if self.fast_lane and run.cls == "debug" and run.job.allocated:
             self.fast[run.index] = run
+            self.fast_since[run.index] = self.engine.now
         elif run.job.allocated:
             # The funded lane's candidates, apart: walking the whole queue past thousands
             # of free or fast-lane jobs on every pass stalled long runs.
@@ -646,21 +649,41 @@ class MipPolicy:
         return None
 
     def _fast_lane(self) -> None:
+        """Funded debug jobs between plans: idle GPUs first, then the cheapest victims
+        of a higher ratio than the job's project; once a job has waited a slice (at
+        least a quarter hour, :func:`models.spare_seconds`), resumable work past its
+        contract of any project, but no multi-node gang among the victims that opens
+        (a debug job would idle most of its nodes)."""
         e = self.engine
         waiting = [r for r in self.fast.values() if r.status == "queued"]
         self.fast = {r.index: r for r in waiting}
+        self.fast_since = {i: t for i, t in self.fast_since.items() if i in self.fast}
         if not waiting:
             return
         waiting.sort(key=lambda r: (self.ratio[r.job.project], within_project(r), r.index))
         for run in waiting:
             if run.job.id in self.want:
                 continue  # the plan starts it on its nodes
+            own = self.ratio[run.job.project]
+            due = self.fast_since.get(run.index, e.now) + self.spare_s
+            waited = e.now >= due
+
+            def spare(v: JobRun, own: float = own) -> bool:
+                return (v.charged and len(v.nodes) > 1 and self.ratio[v.job.project] <= own) or self._spared(v)
+
             # Idle GPUs first, including those only a planned start of free work wants
             # (it can wait; a debug job cannot), then the cheapest victims.
             if self._backfill(run, fast=True) or (
-                e.preemptible_gpus and self._displace(run, self.ratio[run.job.project], "fast lane")
+                e.preemptible_gpus and (
+                    self._displace(run, -math.inf, "fast lane", spare=spare) if waited
+                    else self._displace(run, own, "fast lane"))
             ):
                 del self.fast[run.index]
+            elif not waited and (due < self._fast_wake or self._fast_wake <= e.now):
+                # The wider victims open then; the wake-up for the first such job is
+                # enough (its pass asks again for the next).
+                self._fast_wake = due
+                e.wake_at(due, ("spare", 0))
 
     def _funded_lane(self) -> None:
         """Between plans, funded work of a project running below its owed share may

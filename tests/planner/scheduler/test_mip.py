@@ -114,6 +114,45 @@ def test_a_job_evicted_by_the_fast_lane_is_not_put_back_by_the_plan_in_that_slic
     assert core.by_id["U"].status == "queued"
 
 
+class FixedRatios(HandPlanned):
+    """A hand plan, with project a far above its share and b below it."""
+
+    def _plan(self, now: float) -> None:
+        super()._plan(now)
+        self.ratio, self.order = {"a": 2.0, "b": 0.5}, ["b", "a"]
+
+
+@pytest.mark.parametrize("gang", [False, True])
+def test_a_debug_job_that_waited_a_slice_displaces_work_of_any_project_but_no_gang(gang: bool) -> None:
+    """Debug job D of project a (ratio 2.0) arrives at 1,000 s; the cluster is full of
+    b's resumable job R (ratio 0.5), past its contract since 900 s. A lower ratio than
+    D's is no victim at first; after a slice of waiting (at 1,900 s) it is, unless R is
+    a multi-node gang (D would idle most of its nodes): then D waits on."""
+    nodes = 2 if gang else 1
+    s = build([
+        {"id": "R", "project": "b", "gpus": 8 * nodes, "duration": 4 * H, "min_runtime": SLICE,
+         "resumable": True},
+        {"id": "D", "project": "a", "gpus": 1, "duration": 600, "min_runtime": 300, "submit": 1000},
+    ], nodes=nodes, shares={"a": 1, "b": 1})
+    r = Assignment(job="R", project="b", cluster="c", gpu_type="H100",
+                   nodes=tuple(f"c-h100-00{k}" for k in range(nodes)), gpus=8 * nodes, charged=True)
+    plan = Plan(epoch_start=0, epoch_end=H, solver=SolverInfo(backend="hand", status=SolveStatus.OPTIMAL),
+                slices=tuple(Slice(start=k * SLICE, end=(k + 1) * SLICE, assignments=(r,)) for k in range(4)))
+    core = Scheduler(s, FixedRatios(plan))
+    core.step(0.0, [Event(SUBMIT, "R")])
+    core.step(1000.0, [Event(SUBMIT, "D")])
+    assert core.by_id["D"].status == "queued"
+    core.step(1899.0)
+    assert core.by_id["D"].status == "queued"
+    core.step(1900.0)
+    if gang:
+        assert (core.by_id["D"].status, core.by_id["R"].status) == ("queued", "running")
+        return
+    assert (core.by_id["D"].status, core.by_id["R"].status) == ("running", "queued")
+    (why,) = [d for t, ev, job, *_rest, d in core.log if ev == "preempt" and job == "R"]
+    assert why == "fast lane: D (a)"
+
+
 def test_the_funded_lane_displaces_free_work_between_plans() -> None:
     """A funded batch job arriving mid-slice on a cluster full of free work starts on
     arrival; with the lane off it waits for the next slice's plan."""
