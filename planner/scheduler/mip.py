@@ -32,7 +32,12 @@
   start waits for it, or takes other room). Finding none, it may, like under
   ``fairshare``, preempt work past its contract that is unallocated, or resumable work
   of a project with a higher fair-share ratio; otherwise it would wait up to a whole
-  slice for the next decision point.
+  slice for the next decision point. Once it has waited a slice, resumable work past
+  its contract of any project may make room, but no multi-node gang among the victims
+  that opens.
+- **Maintenance ahead.** A start keeps off a node whose announced window opens within
+  its contract, and funded non-resumable work, which runs out, within its declared
+  remaining time (:func:`models.drain_guard`).
 """
 
 from __future__ import annotations
