@@ -511,13 +511,13 @@ def _try_start(
 ) -> Run | None:
     job = st.job
     pools = [(p, epoch.pools[p], epoch.pools[p].taken(job.gpus)) for p in cls.pools]
+    guard = drain_guard(job, True, st.remaining)
     for first in range(epoch.slices):
         for p, pool, taken in pools:
             if board.pool_free(pool, first) < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
-            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()),
-                                drain_guard(job, True, st.remaining))
+            nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()), guard)
             if nodes is None:
                 continue
             run = Run(st, p, first, last, nodes, False)

@@ -51,12 +51,13 @@ def pending_reasons(
             if st.job.id in placed:
                 continue
             if near:
-                dkey = (*key, drain_guard(st.job, True, st.remaining), c.run)
+                guard = drain_guard(st.job, True, st.remaining)
+                dkey = (*key, guard, c.run)
                 down = downs.get(dkey)
                 if down is None:
-                    down = downs[dkey] = _down_ahead(epoch, board, c, st, pools)
+                    down = downs[dkey] = _down_ahead(epoch, board, c, st, pools, guard)
                 if down:
-                    out.append(_maintenance_ahead(board, st, pools))
+                    out.append(_maintenance_ahead(board, st, pools, guard))
                     continue
             if st.job.id in dropped:
                 where = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
@@ -79,27 +80,25 @@ def pending_reasons(
 
 
 def _down_ahead(
-    epoch: Epoch, board: Board, cls: JobClass, st: JobState, pools: list[SubPool]
+    epoch: Epoch, board: Board, cls: JobClass, st: JobState, pools: list[SubPool], guard: float
 ) -> bool:
     """Whether GPUs enough for ``st``'s gang are free in some slice, but in every such
     slice only on nodes that go down for maintenance before its run in the epoch, or its
-    contract, would end (placement keeps a start off those)."""
+    ``guard`` (:func:`models.drain_guard`), would end (placement keeps a start off those)."""
     job = st.job
     fits = [(p, k) for p in pools for k in range(epoch.slices)
             if board.pool_free(p, k) >= p.taken(job.gpus)]
     return bool(fits) and all(
-        _usable_free(epoch, board, p, k, k + cls.length(k, epoch.slices),
-                     drain_guard(job, True, st.remaining))
+        _usable_free(epoch, board, p, k, k + cls.length(k, epoch.slices), guard)
         < p.taken(job.gpus)
         for p, k in fits
     )
 
 
-def _maintenance_ahead(board: Board, st: JobState, pools: list[SubPool]) -> Pending:
+def _maintenance_ahead(board: Board, st: JobState, pools: list[SubPool], guard: float) -> Pending:
     job = st.job
     names = ", ".join(f"{p.cluster}/{p.gpu_type}" for p in pools)
     most = max(board.pool_free(p, 0) for p in pools)
-    guard = drain_guard(job, True, st.remaining)
     # Funded non-resumable work runs out, and a drain would throw its progress away.
     span = (f"its minimum runtime of {job.min_runtime / 3600:g} h" if guard <= job.min_runtime
             else f"its remaining {guard / 3600:.1f} h of work (it is not resumable)")
