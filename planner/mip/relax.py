@@ -235,6 +235,8 @@ def _branch_part(
     ]
     count = 1
     for _ in range(nodes + 1):
+        if not heap:
+            return None  # every branch proved empty: keep the LP's value (none expected)
         neg, _, lo, hi, x = heapq.heappop(heap)
         part = x - np.floor(x + 1e-9)
         frac = (part > 1e-6) & (part < 1 - 1e-6)
@@ -253,9 +255,12 @@ def _branch_part(
                 hi2[j] = math.floor(x[j])
             got = solve(lo2, hi2)
             if got is None:
-                # Not solved (time, or infeasible: the session cannot tell): the
-                # parent's value still bounds both children.
+                if session.infeasible():
+                    continue  # no point on this side: the other side holds the part's
+                # Not solved in time: the parent's value still bounds both children.
                 return -neg, False, x
             heapq.heappush(heap, (-got[0], count, lo2, hi2, got[1]))
             count += 1
+    if not heap:
+        return None
     return -heap[0][0], False, heap[0][4]

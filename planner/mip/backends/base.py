@@ -121,6 +121,11 @@ class LpSession(Protocol):
         """(Re-)solve from the last basis within ``time_limit`` seconds; whether optimal."""
         ...
 
+    def infeasible(self) -> bool:
+        """Whether the last :meth:`run` proved the LP infeasible (not merely unsolved:
+        out of time, or a numerical failure, reads ``False``)."""
+        ...
+
     def values(self) -> npt.NDArray[np.float64]:
         """The last optimum's variable values."""
         ...

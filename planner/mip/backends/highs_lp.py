@@ -69,6 +69,13 @@ class HighsLp:
         self._h.run()
         return bool(self._h.getModelStatus() == self._highspy.HighsModelStatus.kOptimal)
 
+    def infeasible(self) -> bool:
+        """Whether the last run proved the LP infeasible (HiGHS's "unbounded or
+        infeasible" too: every variable of a :class:`LinearModel` has finite bounds)."""
+        status = self._h.getModelStatus()
+        kinds = self._highspy.HighsModelStatus
+        return bool(status in (kinds.kInfeasible, kinds.kUnboundedOrInfeasible))
+
     def values(self) -> npt.NDArray[np.float64]:
         """The last solution's values."""
         return np.asarray(self._h.getSolution().col_value, dtype=np.float64)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 
 from models import Snapshot
@@ -14,6 +15,7 @@ from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpCapable
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
+from planner.mip.model import LinearModel
 from planner.mip.relax import lagrangian_bound, lp_available
 
 from .conftest import SnapBuilder
@@ -101,3 +103,44 @@ def test_no_deeper_pass_when_too_few_parts_closed() -> None:
     gated = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1, deeper=10)
     assert gated.closed == 0
     assert gated.bound == pytest.approx(225_540, abs=1.0)
+
+
+def _infeasible_side() -> LinearModel:
+    """max 3x + 2y over integers 0..1 with 2x + 2y <= 3 and 2x - 2y >= 1: the LP stops
+    at x = 1, y = 0.5 (4); y >= 1 leaves no point at all (x would need 1.5), y <= 0 gives
+    x = 1, the integer optimum 3."""
+    m = LinearModel()
+    x, y = m.add_var("x", 0, 1), m.add_var("y", 0, 1)
+    m.add_constraint([(x, 2), (y, 2)], "<=", 3)
+    m.add_constraint([(x, 2), (y, -2)], ">=", 1)
+    m.add_objective(x, 3)
+    m.add_objective(y, 2)
+    return m
+
+
+def test_a_branch_with_no_point_is_pruned_and_the_part_closes() -> None:
+    """An infeasible side of a branching holds nothing to bound: the branching goes on
+    with the other side and closes the part at its integer optimum, 3, not at the LP's
+    4 (before, any child the LP did not solve ended the part at its parent's value)."""
+    m = _infeasible_side()
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(m)
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(4.0)
+    lag = lagrangian_bound(m, [], session.values(), session.duals(), time.perf_counter() + 5.0, lp)
+    assert (lag.branched, lag.closed) == (1, 1)
+    assert lag.bound == pytest.approx(3.0, abs=1e-5)
+    assert list(lag.values) == pytest.approx([1.0, 0.0])
+
+
+def test_an_lp_session_tells_infeasible_from_unsolved() -> None:
+    """``infeasible()`` is true only after a run that proved the LP has no point."""
+    m = _infeasible_side()
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(m)
+    assert session.run(5.0) and not session.infeasible()
+    session.set_bounds(np.array([1]), np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+    assert not session.run(5.0)
+    assert session.infeasible()
