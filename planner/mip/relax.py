@@ -244,9 +244,12 @@ def _branch_part(
             return -neg, True, x  # best first: the best open node is integral
         if time.perf_counter() >= deadline:
             return -neg, False, x
-        # Branch on the fractional variable closest to one half.
+        # Branch where rounding moves the priced objective most: the fractional variable
+        # of largest |c'| times its distance to the nearer integer (closing more parts in
+        # the same time than the one closest to one half: docs/formulation.md).
         cand = np.flatnonzero(frac)
-        j = int(cand[np.argmin(np.abs(part[cand] - 0.5))])
+        dist = np.minimum(part[cand], 1 - part[cand])
+        j = int(cand[np.argmax(np.abs(cost[cand]) * dist)])
         for side in (0, 1):
             lo2, hi2 = lo.copy(), hi.copy()
             if side:
