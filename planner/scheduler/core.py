@@ -154,6 +154,9 @@ class Scheduler:
         self.drain_windows: list[dict[str, Any]] = []
         self.touched: set[str] = set()  # nodes whose jobs changed (for VictimIndex)
         self.preemptible_gpus = 0  # running GPUs whose contract has passed (cheap pass gate)
+        # The same GPUs per pool, by (project, charged, resumable): what a policy's victim
+        # rule may take there, bounded without a node scan (queues.victim_gpus_bound).
+        self.preemptible_by: dict[Pool, dict[tuple[str, bool, bool], int]] = {}
         self.charge_hooks: list[Callable[[float], None]] = []
         self.start_hooks: list[Callable[[JobRun], None]] = []
         self.ledger = ledger if ledger is not None else Ledger(":memory:")
@@ -546,6 +549,10 @@ class Scheduler:
         if not run.counted:
             run.counted = True
             self.preemptible_gpus += run.job.gpus
+            assert run.pool is not None
+            by = self.preemptible_by.setdefault(run.pool, {})
+            key = (run.job.project, run.charged, run.job.resumable)
+            by[key] = by.get(key, 0) + run.job.gpus
 
     def _stop(self, run: JobRun, ran: bool = True) -> None:
         assert run.status == "running"
@@ -567,6 +574,14 @@ class Scheduler:
         if run.counted:
             run.counted = False
             self.preemptible_gpus -= run.job.gpus
+            assert run.pool is not None
+            by = self.preemptible_by[run.pool]
+            key = (run.job.project, run.charged, run.job.resumable)
+            left = by[key] - run.job.gpus
+            if left:
+                by[key] = left
+            else:
+                del by[key]
         del self.running[run.index]
         run.token += 1
 

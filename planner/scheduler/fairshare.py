@@ -33,6 +33,7 @@ from planner.scheduler.queues import (
     VictimIndex,
     rank_by_ratio,
     victim_level,
+    victims_may_open,
     within_project,
 )
 from planner.scheduler.state import JobRun
@@ -117,9 +118,10 @@ class FairSharePolicy:
         # Every run with a minimum runtime is protected for it here (funded or not).
         contract = run.job.min_runtime
         placed = try_place(e, run, contract=contract)
-        if placed is None and allow_preempt and run.job.allocated and e.preemptible_gpus > 0:
-            found = self.victims.find(run, self.ratio[run.job.project],
-                                      exclude=e.fenced(contract))
+        ratio = self.ratio[run.job.project]
+        if (placed is None and allow_preempt and run.job.allocated and e.preemptible_gpus > 0
+                and victims_may_open(e, self.ratio, run.job, ratio)):
+            found = self.victims.find(run, ratio, exclude=e.fenced(contract))
             if found is not None:
                 for v in found[1]:
                     e.preempt(v, f"fair share: {run.job.id} ({run.job.project})")

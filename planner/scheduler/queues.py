@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
-from models import Pool, ProjectStanding
+from models import Job, Pool, ProjectStanding
 from planner.placement import nodes_needed
 from planner.scheduler.core import Scheduler
 from planner.scheduler.state import JobRun
@@ -42,6 +42,31 @@ def victim_level(engine: Scheduler, ratio: dict[str, float], v: JobRun) -> float
     if not v.charged:
         return math.inf
     return ratio[v.job.project] if v.job.resumable else -math.inf
+
+
+def victims_may_open(engine: Scheduler, ratio: dict[str, float], job: Job, threshold: float) -> bool:
+    """Whether :func:`victim_level`'s victims above ``threshold`` could open ``job``'s
+    GPUs in one of its pools: an upper bound without a node scan (the pool's free GPUs
+    plus those of its running jobs past their contract that the rule lets go,
+    :attr:`Scheduler.preemptible_by`). ``False`` means :meth:`VictimIndex.find` would
+    find nothing at this threshold; most searches of a greedy pass are such.
+    """
+    need = job.gpus
+    by_pool = engine.preemptible_by
+    for pool, ps, _ in engine.cluster.allowed_pools(job):
+        room = ps.free_gpus
+        if room >= need:
+            return True
+        held = by_pool.get(pool)
+        if not held:
+            continue
+        for (project, charged, resumable), gpus in held.items():
+            level = (ratio[project] if resumable else -math.inf) if charged else math.inf
+            if level > threshold:
+                room += gpus
+                if room >= need:
+                    return True
+    return False
 
 
 def within_project(run: JobRun) -> tuple[Any, ...]:

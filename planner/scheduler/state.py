@@ -104,6 +104,7 @@ class PoolState:
     hist: list[int] = field(default_factory=list)  # hist[f]: non-drained nodes with f free GPUs
     size: dict[str, int] = field(default_factory=dict)
     uniform: bool = True
+    free_gpus: int = 0  # free GPUs of its non-drained nodes
 
     def can_fit(self, gpus: int, max_size: int) -> bool:
         """Whether ``place_gang`` may find a hole: exact for pools of one node size."""
@@ -139,6 +140,7 @@ class ClusterState:
             for name, size in ps.size.items():
                 ps.hist[size] += 1
                 ps.open_free[name] = size
+                ps.free_gpus += size
         # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
         self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
         self._uniform: dict[tuple[Any, Any], bool] = {}
@@ -187,6 +189,7 @@ class ClusterState:
         ps.hist[old] -= 1
         ps.hist[value] += 1
         self.total_free += value - old
+        ps.free_gpus += value - old
         if value > 0:
             ps.open_free[name] = value
         else:
@@ -217,6 +220,7 @@ class ClusterState:
         ps.hist[f] -= 1
         ps.open_free.pop(name, None)
         self.total_free -= f
+        ps.free_gpus -= f
         self.drained.add(name)
         self.available_gpus -= info.size
         self.available_h100 -= info.size * info.rate
@@ -234,5 +238,6 @@ class ClusterState:
         if f > 0:
             ps.open_free[name] = f
         self.total_free += f
+        ps.free_gpus += f
         self.available_gpus += info.size
         self.available_h100 += info.size * info.rate

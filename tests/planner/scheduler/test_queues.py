@@ -7,7 +7,13 @@ from typing import Any
 
 from models import Cluster, Job, NodeGroup, OrgUnit, Scenario, Workloads
 from planner.scheduler import SUBMIT, Event, Scheduler, make_policy
-from planner.scheduler.queues import ShapeQueues, VictimIndex, within_project
+from planner.scheduler.queues import (
+    ShapeQueues,
+    VictimIndex,
+    victim_level,
+    victims_may_open,
+    within_project,
+)
 from planner.scheduler.state import JobRun
 
 
@@ -110,3 +116,30 @@ def test_shape_numbers_tell_shapes_apart() -> None:
     a, b, c, d = (shape_of(e.by_id[i]) for i in "abcd")
     assert a == b
     assert len({a, c, d}) == 3
+
+
+def test_the_victim_bound_counts_only_what_the_rule_lets_go() -> None:
+    """Two 8-GPU nodes hold a free job and a charged resumable job of ``a`` (ratio 0.5).
+    For a 16-GPU gang both count once the charged job's contract has passed, and only
+    for a requester below 0.5; where the bound says no, the node search finds nothing."""
+    jobs = [
+        Job(id="free", project="a", gpus=8, duration=7200.0, min_runtime=0.0),
+        Job(id="paid", project="a", gpus=8, duration=7200.0, min_runtime=600.0, resumable=True),
+        Job(id="gang", project="b", gpus=16, duration=3600.0, min_runtime=600.0),
+        Job(id="one", project="b", gpus=8, duration=3600.0, min_runtime=600.0),
+    ]
+    e = Scheduler(_scenario(jobs), make_policy("fairshare"))
+    e.step(0.0, [Event(SUBMIT, "free"), Event(SUBMIT, "paid")])
+    assert e.by_id["paid"].charged and not e.by_id["free"].charged
+    ratio = {"a": 0.5, "b": 0.0}
+    gang, one = e.by_id["gang"].job, e.by_id["one"].job
+    assert not victims_may_open(e, ratio, gang, 0.4)  # inside its contract: no victim
+    assert victims_may_open(e, ratio, one, 0.4)  # the free job's node
+    e.step(700.0)  # the contract ends at 600
+    assert victims_may_open(e, ratio, gang, 0.4)
+    assert not victims_may_open(e, ratio, gang, 0.6)
+    assert victims_may_open(e, ratio, one, 0.6)
+    index = VictimIndex(e, level=lambda v: victim_level(e, ratio, v), cost=lambda v: 0.0)
+    assert index.find(e.by_id["gang"], 0.6) is None
+    found = index.find(e.by_id["gang"], 0.4)
+    assert found is not None and sorted(v.job.id for v in found[1]) == ["free", "paid"]
