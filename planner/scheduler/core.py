@@ -155,7 +155,7 @@ class Scheduler:
         self.touched: set[str] = set()  # nodes whose jobs changed (for VictimIndex)
         self.preemptible_gpus = 0  # running GPUs whose contract has passed (cheap pass gate)
         # The same GPUs per pool, by (project, charged, resumable): what a policy's victim
-        # rule may take there, bounded without a node scan (queues.victim_gpus_bound).
+        # rule may take there, bounded without a node scan (queues.victims_may_open).
         self.preemptible_by: dict[Pool, dict[tuple[str, bool, bool], int]] = {}
         self.charge_hooks: list[Callable[[float], None]] = []
         self.start_hooks: list[Callable[[JobRun], None]] = []

@@ -45,3 +45,22 @@ def test_uniform_pools_tells_one_node_size_from_several() -> None:
     job = Job(id="j", project="a", gpus=8)
     assert _cluster().uniform_pools(job)
     assert not mixed.uniform_pools(job)
+
+
+def test_a_pools_free_gpus_follow_takes_gives_and_drains() -> None:
+    """``free_gpus`` is the free GPUs of the pool's non-drained nodes (16 on two idle
+    8-GPU nodes): a take or a drain takes them off, a give or an undrain puts them back."""
+    cl = _cluster()
+    (ps,) = cl.pools.values()
+    a, b = sorted(cl.nodes)
+    assert ps.free_gpus == 16
+    cl.take((a,), 3, 0)
+    assert ps.free_gpus == 13
+    cl.drain(a)  # its 5 free GPUs leave the pool's count
+    assert ps.free_gpus == 8
+    cl.give((a,), 3, 0)  # a drained node's GPUs stay out
+    assert ps.free_gpus == 8
+    cl.undrain(a)
+    assert ps.free_gpus == 16 == sum(ps.open_free.values())
+    cl.take((a, b), 8, 1)
+    assert ps.free_gpus == 0
