@@ -129,8 +129,9 @@ class MipPolicy:
         # assignment), in slice order.
         self.later: list[tuple[float, Any]] = []
         self._stale = False  # a planned start happened since the reservations were made
-        self._spare_wake = -math.inf
-        self._fast_wake = -math.inf
+        # Per kind of lane wake-up ("young": a restarted job stops being spared; "fast":
+        # a debug job's wider victims open), the one asked for last (see _wake_once).
+        self._wakes: dict[str, float] = {}
         self.queue = ShapeQueues(within_project)
         self.funded_queue = ShapeQueues(within_project)
         self.slice_index = 0
@@ -613,11 +614,17 @@ class MipPolicy:
         # itself, and the wake for that instant then repeats forever.
         until = v.run_start + self.spare_s
         if v.restarts > 0 and now < until:
-            if until < self._spare_wake or self._spare_wake <= now:
-                self._spare_wake = until
-                self.engine.wake_at(until, ("spare", 0))
+            self._wake_once("young", until)
             return True
         return False
+
+    def _wake_once(self, kind: str, at: float) -> None:
+        """Ask for a pass at ``at`` unless a wake-up of this kind is already due before
+        it: only the first such instant needs one, and its pass asks again for the next."""
+        pending = self._wakes.get(kind, -math.inf)
+        if at < pending or pending <= self.engine.now:
+            self._wakes[kind] = at
+            self.engine.wake_at(at, ("spare", 0))
 
     def _displace(self, run: JobRun, threshold: float, why: str,
                   spare: Callable[[JobRun], bool] | None = None) -> bool:
@@ -684,11 +691,8 @@ class MipPolicy:
                     else self._displace(run, own, "fast lane"))
             ):
                 del self.fast[run.index]
-            elif not waited and (due < self._fast_wake or self._fast_wake <= e.now):
-                # The wider victims open then; the wake-up for the first such job is
-                # enough (its pass asks again for the next).
-                self._fast_wake = due
-                e.wake_at(due, ("spare", 0))
+            elif not waited:
+                self._wake_once("fast", due)  # its wider victims open then
 
     def _funded_lane(self) -> None:
         """Between plans, funded work of a project running below its owed share may
