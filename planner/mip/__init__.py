@@ -36,7 +36,7 @@ from planner.mip.backends import (
     get_backend,
     lp_backend,
 )
-from planner.mip.backends.base import Laned, LpCapable, Prestarting
+from planner.mip.backends.base import Concurrent, Laned, LpCapable, Prestarting
 from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
@@ -48,6 +48,7 @@ from planner.mip.formulation import (
     invert,
     round_lp,
     values_of_runs,
+    within_classes,
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
@@ -454,6 +455,7 @@ def _lp_guided(
     if not ended and form.model.num_vars <= LP_GUIDED_VARS:
         # A small model under a short limit (plan_epoch): searched whole instead.
         bound, ended = _whole_search(form, solver, epoch, previous, best, bound, deadline, rel_gap)
+    concurrent = min(caps.concurrent, 2) if isinstance(solver, Concurrent) else 0
     while not ended:
         left = deadline - time.perf_counter()
         if left < MIN_SEARCH:
@@ -463,71 +465,66 @@ def _lp_guided(
             )
             break
         assert best.values is not None
-        # Every other search makes room for the project shortest of the LP when its
-        # shortfall is a large share of the gap; where most jobs may use at most two
-        # pools, the other odd searches and every fourth free one pool's decisions.
-        focus = None
-        gap_q = max(bound - (best.objective or 0.0), 1.0)
-        if round_ % 2 == 1:
-            focus = _focus_neighbourhood(form, lp_values, best.values, focused)
-            if focus is not None and focus[3] < FOCUS_SHARE * gap_q:
-                focus = None
-        if focus is not None:
-            sub, project, pool, short = focus
-            chosen: list[int] = []
-            focused[project] = focused.get(project, 0) + 1
-            kind = f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
-        else:
-            by_pool = restricted and round_ % 4 in (1, 2, 3)
-            sub, chosen = _next_neighbourhood(
-                form, lp_values, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
-            )
-            kind = f"{len(chosen)} job groups where LP and incumbent disagree" + (" in one pool" if by_pool else "")
-        round_ += 1
-        if caps.stop_at_bound:
-            sub.stop_at = _stop_at(bound, rel_gap)
-        small, keep, full = sub.restrict(sub.lower, sub.upper)
-        if not caps.takes_hint:
-            small.hint = {}
+        # A backend that searches two models at once (one worker each) gets two
+        # neighbourhoods side by side, the second chosen as if the first had been
+        # searched (its groups count as freed once more).
+        picks: list[tuple[LinearModel, list[int], str]] = []
+        seen = dict(freed)
+        for _ in range(max(concurrent, 1)):
+            picks.append(_pick_neighbourhood(form, lp_values, best, bound, seen, focused, size, round_, restricted))
+            round_ += 1
+            for g in picks[-1][1]:
+                seen[g] = seen.get(g, 0) + 1
+        searched = []
+        for sub, _, _ in picks:
+            if caps.stop_at_bound:
+                sub.stop_at = _stop_at(bound, rel_gap)
+            small, keep, full = sub.restrict(sub.lower, sub.upper)
+            if not caps.takes_hint:
+                small.hint = {}
+            searched.append((small, keep, full))
         # Each search may take half the time left, at most SEARCH_CAP: several short
         # searches over different neighbourhoods gain more than one long one (measured
         # on cold: four 2-second searches from 2.37% to 1.23%).
         budget = left - 0.5 if left < 3 * MIN_SEARCH else min(max((left - 0.5) / 2, MIN_SEARCH), SEARCH_CAP)
         started = time.perf_counter()
-        found = solver.solve(small, time_limit=budget, rel_gap=SEARCH_GAP_SHARE * rel_gap)
+        smalls = [small for small, _, _ in searched]
+        gap_share = SEARCH_GAP_SHARE * rel_gap
+        if len(smalls) > 1:
+            assert isinstance(solver, Concurrent)
+            founds = solver.solve_many(smalls, time_limit=budget, rel_gap=gap_share)
+        else:
+            founds = [solver.solve(smalls[0], time_limit=budget, rel_gap=gap_share)]
         spent = time.perf_counter() - started
-        why = _why_search(found, small, SEARCH_GAP_SHARE * rel_gap)
-        answers = [] if found.values is None else [found.values, *found.earlier]
-        tried = skipped = 0
-        improved = False
-        for answer in answers:
-            # The last answer is always placed; earlier ones while time is left, and
-            # only those the model values near the best placed plan (see EARLIER_SLACK).
-            if tried and time.perf_counter() + best.place_s > deadline:
-                break
-            # Compare placed plans: placement can lose some of what the model gained,
-            # and an earlier, slightly worse answer may lose less.
-            cand = full.copy()
-            cand[keep] = answer
-            if tried and not _worth_placing(float(form.model.value(cand)), best.objective, bound):
-                skipped += 1
-                continue
-            tried += 1
-            improved |= best.offer(form, epoch, previous, cand, found.message)
-        searches.append(
-            f"{round_}: {small.num_vars} variables ({kind}) in {spent:.2f}s, {why}"
-            + (f", {tried} answers placed" if tried > 1 else "")
-            + (f", {skipped} earlier too far below to place" if skipped else "")
-            + f", gap {best.gap(bound):.2%}"
-        )
-        for g in chosen:
-            freed[g] = freed.get(g, 0) + 1
-        if found.values is None and found.status is SolveStatus.ERROR:
-            ended = f"neighbourhood search {round_}: {solver.name} failed ({found.message}); gap {best.gap(bound):.2%}"
-            note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"
+        before = best.values
+        failed = None
+        whys = []
+        for n, ((small, keep, full), found, (_, chosen, kind)) in enumerate(zip(searched, founds, picks, strict=True)):
+            why = _why_search(found, small, gap_share)
+            whys.append(why)
+            answers = [] if found.values is None else [found.values, *found.earlier]
+            # The second of a pair was searched from the same incumbent as the first:
+            # its changes go onto what the first left (best), and alone when that loses.
+            onto = best.values if n and best.values is not before else None
+            tried, skipped = _offer_answers(form, epoch, previous, best, bound, deadline, full, keep, answers, found.message, onto)
+            searches.append(
+                f"{round_ - len(picks) + n + 1}: {small.num_vars} variables ({kind}) in "
+                + (f"{found.seconds:.2f}s (side by side)" if len(picks) > 1 else f"{spent:.2f}s")
+                + f", {why}"
+                + (f", {tried} answers placed" if tried > 1 else "")
+                + (f", {skipped} earlier too far below to place" if skipped else "")
+                + f", gap {best.gap(bound):.2%}"
+            )
+            for g in chosen:
+                freed[g] = freed.get(g, 0) + 1
+            if found.values is None:
+                note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"
+                if found.status is SolveStatus.ERROR:
+                    failed = found
+        why = "; ".join(dict.fromkeys(whys))
+        if failed is not None:
+            ended = f"neighbourhood search {round_}: {solver.name} failed ({failed.message}); gap {best.gap(bound):.2%}"
             break
-        if found.values is None:
-            note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"
         if best.gap(bound) <= rel_gap:
             ended = f"neighbourhood search {round_}: {why}; gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
             break
@@ -556,6 +553,93 @@ def _lp_guided(
         best.placed,
         ended,
     )
+
+
+def _pick_neighbourhood(
+    form: Formulation,
+    lp_values: npt.NDArray[np.float64],
+    best: _Best,
+    bound: float,
+    freed: dict[int, int],
+    focused: dict[str, int],
+    size: int,
+    round_: int,
+    restricted: bool,
+) -> tuple[LinearModel, list[int], str]:
+    """The neighbourhood of search ``round_`` (counting from 0), the job groups it frees,
+    and what it is, in words.
+
+    Every other search makes room for the project shortest of the LP when its shortfall
+    is a large share of the gap (:func:`_focus_neighbourhood`); where most jobs may use
+    at most two pools (``restricted``), the other odd searches and every fourth free
+    one pool's decisions; the rest free the job groups where LP and incumbent disagree
+    most (:func:`_next_neighbourhood`).
+    """
+    assert best.values is not None
+    gap_q = max(bound - (best.objective or 0.0), 1.0)
+    if round_ % 2 == 1:
+        focus = _focus_neighbourhood(form, lp_values, best.values, focused)
+        if focus is not None and focus[3] >= FOCUS_SHARE * gap_q:
+            sub, project, pool, short = focus
+            focused[project] = focused.get(project, 0) + 1
+            return sub, [], f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
+    by_pool = restricted and round_ % 4 in (1, 2, 3)
+    sub, chosen = _next_neighbourhood(
+        form, lp_values, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
+    )
+    kind = f"{len(chosen)} job groups where LP and incumbent disagree" + (" in one pool" if by_pool else "")
+    return sub, chosen, kind
+
+
+def _offer_answers(
+    form: Formulation,
+    epoch: Epoch,
+    previous: Plan | None,
+    best: _Best,
+    bound: float,
+    deadline: float,
+    full: npt.NDArray[np.int64],
+    keep: npt.NDArray[np.int64],
+    answers: list[npt.NDArray[np.int64]],
+    message: str,
+    onto: npt.NDArray[np.int64] | None = None,
+) -> tuple[int, int]:
+    """Place a search's answers (its last first) and keep the best; returns how many
+    were placed and how many earlier ones were too far below to place.
+
+    ``full`` is the incumbent the search started from, ``keep`` the variables it was
+    free to change. The last answer is always placed; earlier ones while time is left,
+    and only those the model values near the best placed plan (:data:`EARLIER_SLACK`):
+    placement can lose some of what the model gained, and an earlier, slightly worse
+    answer may lose less. With ``onto`` (a better incumbent found meanwhile, by the
+    other search of a pair), the last answer's changes are placed on top of it, and
+    alone only when that loses; earlier answers are not tried, and nothing is placed
+    past the deadline.
+    """
+    tried = skipped = 0
+    for answer in answers:
+        if (tried or onto is not None) and time.perf_counter() + best.place_s > deadline:
+            break
+        cand = full.copy()
+        cand[keep] = answer
+        if onto is not None:
+            changed = cand != full
+            both = onto.copy()
+            both[changed] = cand[changed]
+            both = within_classes(form, both, onto)
+            tried += 1
+            if not best.offer(form, epoch, previous, both, message) and (
+                time.perf_counter() + best.place_s <= deadline
+            ):
+                tried += 1
+                best.offer(form, epoch, previous, cand, message)
+            break
+        if tried and not _worth_placing(float(form.model.value(cand)), best.objective, bound):
+            skipped += 1
+            continue
+        tried += 1
+        best.offer(form, epoch, previous, cand, message)
+    return tried, skipped
 
 
 def _whole_search(

@@ -566,6 +566,26 @@ def invert(f: Formulation, values: npt.NDArray[np.int64]) -> tuple[dict[str, int
     return ends, starts
 
 
+def within_classes(
+    f: Formulation, values: npt.NDArray[np.int64], fallback: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """``values`` with the starts of each class that starts more jobs than it has
+    members taken from ``fallback`` (which keeps within them): two answers merged
+    variable by variable (the two searches of a pair) can both have moved one class."""
+    table = f.start_table()
+    if not len(table.var):
+        return values
+    members = np.array([len(c.jobs) for c in f.epoch.classes], dtype=np.int64)
+    started = np.bincount(table.cls, weights=values[table.var], minlength=len(members))
+    over = np.flatnonzero(started > members)
+    if not len(over):
+        return values
+    out = values.copy()
+    rows = table.var[np.isin(table.cls, over)]
+    out[rows] = fallback[rows]
+    return out
+
+
 def round_lp(f: Formulation, lp_values: npt.NDArray[np.float64], up: float) -> npt.NDArray[np.int64]:
     """Round an LP optimum's job decisions to integers a placement can take.
 

@@ -66,6 +66,10 @@ class Capabilities:
     #: Gives a one-worker copy of itself for a lane (:class:`Laned`): a decomposed
     #: epoch then plans its parts side by side, one process per core.
     lanes: bool = False
+    #: How many models :meth:`Concurrent.solve_many` searches at once, one search worker
+    #: each on its own core (0: the backend has no ``solve_many``). The planner then
+    #: searches that many neighbourhoods side by side.
+    concurrent: int = 0
 
     @property
     def takes_hint(self) -> bool:
@@ -98,6 +102,18 @@ class Prestarting(Protocol):
 
     def warm(self) -> None:
         """Start the solver without waiting for it."""
+        ...
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """A backend that searches several models at once (declares ``capabilities.concurrent``)."""
+
+    def solve_many(
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float
+    ) -> list[SolveResult]:
+        """Maximize each of ``models`` (at most ``capabilities.concurrent``), all at once,
+        within ``time_limit`` seconds; the results in the models' order."""
         ...
 
 

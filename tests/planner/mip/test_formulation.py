@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.mip.assemble import Run
 from planner.mip.epoch import build_epoch
-from planner.mip.formulation import apply, values_of_runs
+from planner.mip.formulation import apply, values_of_runs, within_classes
 
 from .conftest import SnapBuilder
 
@@ -59,3 +61,25 @@ def test_groups_hold_each_class_then_each_running_job() -> None:
         by_class.setdefault(c, []).append(var)
     assert f.groups() == [*by_class.values(), list(f.z.values())]
     assert f.group_projects() == [f.epoch.classes[c].project for c in by_class] + ["b"]
+
+
+def test_merged_answers_keep_each_class_within_its_members() -> None:
+    """Two answers merged variable by variable may start one job twice (one search
+    moved its start to slice 0, the other to slice 1): that class's starts come from
+    the fallback answer; a class within its members keeps the merged values."""
+    snapshot = (
+        SnapBuilder(slices=4).pool("c", nodes=2).project("a").queued("a1").queued("a2", gpus=4).build()
+    )
+    f = apply(build_epoch(snapshot))
+    one = f.epoch.classes.index(next(c for c in f.epoch.classes if c.jobs[0].job.id == "a1"))
+    two = 1 - one
+    var = {(c, k): v for (c, _, k), v in f.x.items()}
+    fallback = np.zeros(f.model.num_vars, dtype=np.int64)
+    fallback[var[(one, 0)]] = 1
+    merged = fallback.copy()
+    merged[var[(one, 1)]] = 1  # a1 now starts twice
+    merged[var[(two, 2)]] = 1  # a2 starts once
+    out = within_classes(f, merged, fallback)
+    assert int(out[var[(one, 0)]]) == 1 and int(out[var[(one, 1)]]) == 0
+    assert int(out[var[(two, 2)]]) == 1
+    assert within_classes(f, fallback, merged) is fallback  # nothing over: unchanged

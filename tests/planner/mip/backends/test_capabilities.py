@@ -9,7 +9,8 @@ import pytest
 from models import SolveStatus
 from planner.mip import plan_epoch
 from planner.mip.backends import BACKENDS, Capabilities, Laned, LpCapable, lp_backend
-from planner.mip.backends.base import SolveResult
+from planner.mip.backends.base import Concurrent, SolveResult
+from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available
 
@@ -24,12 +25,23 @@ def test_every_registered_backend_declares_capabilities() -> None:
 
 
 def test_cpsat_declares_its_search_features_and_no_lp() -> None:
-    """CP-SAT takes hints and a stop-at objective, reports earlier incumbents and plans
-    in lanes; it has no LP."""
+    """CP-SAT takes hints and a stop-at objective, reports earlier incumbents, plans in
+    lanes and searches as many models at once as it has workers; it has no LP."""
     caps = BACKENDS["cpsat"].capabilities
-    assert caps.names() == ["warm_start", "hints", "earlier_incumbents", "stop_at_bound", "prestart", "lanes"]
+    assert caps.names() == [
+        "warm_start", "hints", "earlier_incumbents", "stop_at_bound", "prestart", "lanes", "concurrent"
+    ]
+    assert caps.concurrent == 2
     assert isinstance(BACKENDS["cpsat"], Laned)
+    assert isinstance(BACKENDS["cpsat"], Concurrent)
     assert not caps.lp_relaxation
+
+
+def test_a_lane_copy_of_cpsat_searches_one_model_at_a_time() -> None:
+    """A lane has one core: its one-worker copy declares no concurrent searches."""
+    lane = CpSatBackend().for_lane()
+    assert lane.capabilities.concurrent == 0
+    assert "concurrent" not in lane.capabilities.names()
 
 
 @pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
@@ -107,3 +119,45 @@ def test_message_says_what_ended_an_lp_guided_search() -> None:
     ended = plan.solver.message.split("ended by ", 1)[1]
     assert ended.startswith(("LP rounding", "neighbourhood search"))
     assert any(w in ended for w in ("within the target", "time limit", "left, below"))
+
+
+class PairRecorder(Recorder):
+    """A backend that searches two models at once and records how it was asked."""
+
+    capabilities = Capabilities(warm_start=True, hints=True, concurrent=2)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.many: list[int] = []
+        self.inner = CpSatBackend(isolate=False)
+
+    def solve(self, model: LinearModel, *, time_limit: float, rel_gap: float) -> SolveResult:
+        self.calls.append((dict(model.hint), model.stop_at))
+        return self.inner.solve(model, time_limit=time_limit, rel_gap=rel_gap)
+
+    def solve_many(
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float
+    ) -> list[SolveResult]:
+        self.many.append(len(models))
+        return self.inner.solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
+
+
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_a_concurrent_backend_gets_the_neighbourhoods_two_at_a_time() -> None:
+    """The LP-guided search hands a backend declaring ``concurrent`` two neighbourhoods
+    per call, says so in the message, and the plan is as valid as ever."""
+    pair = PairRecorder()
+    plan = plan_epoch(medium_snapshot(), backend=pair, time_limit=6.0, rel_gap=0.0)
+    assert pair.many and set(pair.many) == {2}
+    assert "(side by side)" in plan.solver.message
+    assert not plan.solver.fallback
+    assert plan.solver.gap is not None
+
+
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_a_backend_without_concurrent_gets_one_neighbourhood_at_a_time() -> None:
+    """A backend that declares no concurrent searches is never asked for two at once."""
+    recorder = Recorder()
+    plan = plan_epoch(medium_snapshot(), backend=recorder, time_limit=3.0, rel_gap=0.0)
+    assert recorder.calls
+    assert "(side by side)" not in plan.solver.message
