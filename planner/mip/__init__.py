@@ -118,6 +118,10 @@ SEARCH_CAP = 2.0
 #: search that finished in under half its time, and shrink by a third otherwise.
 NEXT_VARS = 1500
 
+#: Neighbourhoods searched at once by a backend that declares ``concurrent`` (at most
+#: its own count): measured with two, on 2 cores (docs/formulation.md, eleventh pass).
+SIDE_BY_SIDE = 2
+
 #: Every other neighbourhood search makes room for the project the incumbent leaves
 #: shortest of the LP (:func:`_focus_neighbourhood`) when that project's shortfall is
 #: at least this share of the gap (bound minus incumbent). Measured on all families, 3
@@ -455,7 +459,7 @@ def _lp_guided(
     if not ended and form.model.num_vars <= LP_GUIDED_VARS:
         # A small model under a short limit (plan_epoch): searched whole instead.
         bound, ended = _whole_search(form, solver, epoch, previous, best, bound, deadline, rel_gap)
-    concurrent = min(caps.concurrent, 2) if isinstance(solver, Concurrent) else 0
+    concurrent = min(caps.concurrent, SIDE_BY_SIDE) if isinstance(solver, Concurrent) else 0
     while not ended:
         left = deadline - time.perf_counter()
         if left < MIN_SEARCH:
@@ -616,31 +620,32 @@ def _offer_answers(
     alone only when that loses; earlier answers are not tried, and nothing is placed
     past the deadline.
     """
+    if onto is not None:
+        if not answers or time.perf_counter() + best.place_s > deadline:
+            return 0, 0
+        alone = full.copy()
+        alone[keep] = answers[0]
+        changed = alone != full
+        both = onto.copy()
+        both[changed] = alone[changed]
+        if best.offer(form, epoch, previous, within_classes(form, both, onto), message) or (
+            time.perf_counter() + best.place_s > deadline
+        ):
+            return 1, 0
+        best.offer(form, epoch, previous, alone, message)
+        return 2, 0
     tried = skipped = 0
     for answer in answers:
-        if (tried or onto is not None) and time.perf_counter() + best.place_s > deadline:
+        if tried and time.perf_counter() + best.place_s > deadline:
             break
         cand = full.copy()
         cand[keep] = answer
-        if onto is not None:
-            changed = cand != full
-            both = onto.copy()
-            both[changed] = cand[changed]
-            both = within_classes(form, both, onto)
-            tried += 1
-            if not best.offer(form, epoch, previous, both, message) and (
-                time.perf_counter() + best.place_s <= deadline
-            ):
-                tried += 1
-                best.offer(form, epoch, previous, cand, message)
-            break
         if tried and not _worth_placing(float(form.model.value(cand)), best.objective, bound):
             skipped += 1
             continue
         tried += 1
         best.offer(form, epoch, previous, cand, message)
     return tried, skipped
-
 
 def _whole_search(
     form: Formulation,

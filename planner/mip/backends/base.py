@@ -68,7 +68,7 @@ class Capabilities:
     lanes: bool = False
     #: How many models :meth:`Concurrent.solve_many` searches at once, one search worker
     #: each on its own core (0: the backend has no ``solve_many``). The planner then
-    #: searches that many neighbourhoods side by side.
+    #: searches that many neighbourhoods side by side, at most ``planner.mip.SIDE_BY_SIDE``.
     concurrent: int = 0
 
     @property

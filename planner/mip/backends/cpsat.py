@@ -102,18 +102,7 @@ class CpSatBackend:
         # thousands of variables took 0.1-0.3 s on 2 cores, which the search's limit
         # did not include (plans of a 10 s limit took up to 10.15 s).
         deadline = time.monotonic() + time_limit
-        args = (model, time_limit, rel_gap, self.workers, self.subsolvers, deadline)
-        if not self.isolate:
-            return _solve(*args)
-        t0 = time.perf_counter()
-        try:
-            result: SolveResult = SOLVER_PROCESS.call(_solve, args, timeout=time_limit)
-        except Unavailable:
-            return _solve(*args)
-        except SolverDied as exc:
-            seconds = time.perf_counter() - t0
-            return SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")
-        return result
+        return self._run([(model, time_limit, rel_gap, self.workers, self.subsolvers, deadline)], time_limit)[0]
 
     def solve_many(
         self, models: list[LinearModel], *, time_limit: float, rel_gap: float
@@ -125,7 +114,12 @@ class CpSatBackend:
         (30 neighbourhoods of 8 families, 2 s each), so two neighbourhoods searched side
         by side gain about twice what one gains with both workers."""
         deadline = time.monotonic() + time_limit
-        args = [(m, time_limit, rel_gap, 1, (SOLO,), deadline) for m in models]
+        return self._run([(m, time_limit, rel_gap, 1, (SOLO,), deadline) for m in models], time_limit)
+
+    def _run(self, args: list[tuple[Any, ...]], time_limit: float) -> list[SolveResult]:
+        """:func:`_solve_many` of ``args``, in the solver process when ``isolate`` is
+        set (here when none can start); a process that dies or hangs gives each model
+        an ``error`` result."""
         if not self.isolate:
             return _solve_many(args)
         t0 = time.perf_counter()
@@ -135,7 +129,7 @@ class CpSatBackend:
             return _solve_many(args)
         except SolverDied as exc:
             seconds = time.perf_counter() - t0
-            return [SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")] * len(models)
+            return [SolveResult(SolveStatus.ERROR, None, None, None, seconds, f"CP-SAT: {exc}")] * len(args)
         return results
 
     def for_lane(self) -> CpSatBackend:
