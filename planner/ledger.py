@@ -553,7 +553,10 @@ class _Mirror:
     the whole history). ``reach[i]`` is the latest end among records ``0..i``: records
     are appended roughly in time order, so a window skips, by bisection, the prefix of
     records that all ended before it (the rows summed, and their order, are the same
-    as a scan of every record).
+    as a scan of every record). Each project's running sums over every record answer a
+    window that holds every record whole (a lookback as long as the run so far: the
+    simulator's first week asks that at every charge point) without a scan: added in
+    record order from 0, they are the very floats the scan's ``bincount`` gives.
     """
 
     def __init__(self) -> None:
@@ -566,6 +569,8 @@ class _Mirror:
         self._end = np.zeros(0)
         self._reach = np.zeros(0)
         self._values = np.zeros((4, 0))  # one row per column: contiguous sums
+        self._sums: list[list[float]] = [[], [], [], []]  # per column, per project code
+        self._first_start = math.inf  # the earliest start of any record
 
     def _grow(self, need: int) -> None:
         size = max(need, 2 * len(self._start), 1024)
@@ -596,12 +601,28 @@ class _Mirror:
         if n:
             ends[0] = max(ends[0], self._reach[n - 1])
         self._reach[n : n + k] = np.maximum.accumulate(ends)
-        self._values[:, n : n + k] = np.array([r[4:8] for r in rows], dtype=float).T
+        values = np.array([r[4:8] for r in rows], dtype=float)
+        self._values[:, n : n + k] = values.T
         self.n = n + k
+        sums = self._sums
+        for column in sums:
+            column.extend([0.0] * (len(self.names) - len(column)))
+        a, b, c, d = sums
+        for r, (va, vb, vc, vd) in zip(rows, values.tolist(), strict=True):
+            code = codes[r[1]]
+            a[code] += va
+            b[code] += vb
+            c[code] += vc
+            d[code] += vd
+        self._first_start = min(self._first_start, float(self._start[n : n + k].min()))
 
     def window_totals(self, start: float, end: float) -> dict[str, Totals]:
-        # Records before ``lo`` all ended by ``start``: none of them is inside.
         hi = self.n
+        if hi and self._first_start >= start and self._reach[hi - 1] <= end:
+            # Every record lies whole inside: its fraction is 1, the sums are the totals.
+            a, b, c, d = self._sums
+            return {name: Totals(a[i], b[i], c[i], d[i]) for i, name in enumerate(self.names)}
+        # Records before ``lo`` all ended by ``start``: none of them is inside.
         lo = int(np.searchsorted(self._reach[:hi], start, side="right"))
         s, e = self._start[lo:hi], self._end[lo:hi]
         project = self._project[lo:hi]

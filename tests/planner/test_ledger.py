@@ -97,6 +97,18 @@ def test_a_window_holding_every_record_sums_each_project_in_record_order(ledger:
     assert cut["b"] == pytest.approx(whole["b"])
 
 
+def test_a_project_first_seen_in_a_later_batch_is_in_the_whole_window(ledger: Ledger) -> None:
+    """A project whose first record comes in a later batch appears in a window over
+    every record with its own sums, and the earlier projects keep theirs."""
+    ledger.record([Usage("a", 0.0, HOUR, 1.5, 2.5, 0.5, 3.0)])
+    assert ledger.window_totals(-HOUR, 2 * HOUR) == {"a": Totals(1.5, 2.5, 0.5, 3.0)}
+    ledger.record([Usage("d", HOUR, 2 * HOUR, 4.0, 4.0, 0.0, 2.0), Usage("a", HOUR, 2 * HOUR, 1.0)])
+    assert ledger.window_totals(-HOUR, 2 * HOUR) == {
+        "a": Totals(2.5, 3.5, 0.5, 3.0),
+        "d": Totals(4.0, 4.0, 0.0, 2.0),
+    }
+
+
 @pytest.mark.parametrize(
     ("usage", "message"),
     [
