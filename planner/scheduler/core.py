@@ -725,12 +725,14 @@ def try_place(
     fenced = engine.fenced(contract)
     # Whether a hole exists depends on the shape and the free GPUs alone (``prefer`` only
     # picks among holes): a pass asks again for the same shape (for the next project,
-    # funded then unallocated) while nothing changed, and gets the same no; on pools of
-    # one node size, so does a bigger gang. A fence only takes holes away, so the memo
-    # holds under one, but a fenced search does not write it.
+    # funded then unallocated) while no GPU came back (starts in between only take
+    # GPUs), and gets the same no; on pools of one node size, so does a bigger gang. A
+    # fence only takes holes away, so the memo holds under one, but a fenced search
+    # does not write it.
     key = (job.gpu_types, job.clusters)
     memo = cl.no_hole.get(key)
-    if memo is not None and memo[0] == cl.version and (
+    grown = cl.grown
+    if memo is not None and memo[0] == grown and (
         gpus == memo[1] or (gpus > memo[1] and cl.uniform_pools(job))
     ):
         return None
@@ -742,8 +744,8 @@ def try_place(
                 return pool, nodes
     if fenced:
         return None
-    if memo is None or memo[0] != cl.version or gpus < memo[1]:
-        cl.no_hole[key] = (cl.version, gpus)
+    if memo is None or memo[0] != grown or gpus < memo[1]:
+        cl.no_hole[key] = (grown, gpus)
     return None
 
 

@@ -147,8 +147,12 @@ class ClusterState:
         # Bumps whenever a node's free GPUs or drained state change: a placement that
         # found no hole finds none again until it moves (see ``no_hole``).
         self.version = 0
-        # (gpu types, clusters) -> (version, gpus): at that version a gang of that many
-        # GPUs found no hole in the pools it may use (``planner.scheduler.try_place``).
+        # Bumps only when GPUs come back (a job's GPUs given back, a drain ended): taking
+        # GPUs never opens a hole, so a placement that found none finds none again until
+        # this moves, however many starts come between.
+        self.grown = 0
+        # (gpu types, clusters) -> (grown, gpus): at that count a gang of that many GPUs
+        # found no hole in the pools it may use (``planner.scheduler.try_place``).
         self.no_hole: dict[tuple[Any, Any], tuple[int, int]] = {}
         self.capacity_h100 = scenario.capacity_h100()  # drained nodes included
         self.available_gpus = sum(n.size for n in self.nodes.values())
@@ -182,6 +186,8 @@ class ClusterState:
     def _set_free(self, name: str, value: int) -> None:
         self.version += 1
         old = self.free[name]
+        if value > old:
+            self.grown += 1
         self.free[name] = value
         if name in self.drained:
             return
@@ -230,6 +236,7 @@ class ClusterState:
         if name not in self.drained:
             return
         self.version += 1
+        self.grown += 1
         self.drained.discard(name)
         info = self.nodes[name]
         ps = self.pools[info.pool]

@@ -84,6 +84,29 @@ def test_try_place_finds_the_hole_a_finished_job_leaves() -> None:
     assert try_place(e, nxt) is not None
 
 
+def test_try_place_keeps_its_no_hole_answer_across_a_start_elsewhere() -> None:
+    """A start only takes GPUs, so the no-hole answer for a shape still holds after one
+    (the memo stays current) and is given again; GPUs given back end it."""
+    jobs = [
+        Job(id="half", project="a", gpus=4, duration=3600.0),
+        Job(id="eight", project="b", gpus=8),
+        Job(id="two", project="a", gpus=2, duration=3600.0),
+    ]
+    e = _scheduler(jobs)
+    e.step(0.0, [Event(SUBMIT, "half")])
+    cl = e.cluster
+    eight = e.by_id["eight"]
+    eight.status = "queued"
+    assert try_place(e, eight) is None
+    e.step(1.0, [Event(SUBMIT, "two")])
+    assert e.by_id["two"].status == "running"  # a start: the version moved, no GPU came back
+    assert cl.no_hole[(None, None)] == (cl.grown, 8)
+    assert try_place(e, eight) is None
+    e.preempt(e.by_id["half"], "test")
+    e.preempt(e.by_id["two"], "test")
+    assert try_place(e, eight) is not None
+
+
 def test_try_place_on_mixed_node_sizes_asks_again_for_a_bigger_gang() -> None:
     """On a pool of two node sizes, no hole for 8 GPUs does not mean none for 12: a gang
     of 12 takes three whole 4-GPU nodes while the 8-GPU node is half busy."""

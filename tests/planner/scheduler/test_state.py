@@ -31,6 +31,22 @@ def test_version_moves_with_free_gpus_and_drains() -> None:
     assert seen == sorted(set(seen))
 
 
+def test_grown_moves_only_when_gpus_come_back() -> None:
+    """``grown`` (what a placement's no-hole memo is keyed on) stays put when GPUs are
+    taken or a node is drained, which never opens a hole, and moves when GPUs are given
+    back or a node is undrained."""
+    cl = _cluster()
+    name = next(iter(cl.nodes))
+    start = cl.grown
+    cl.take((name,), 4, 0)
+    cl.drain(name)
+    assert cl.grown == start
+    cl.undrain(name)
+    assert cl.grown == start + 1
+    cl.give((name,), 4, 0)
+    assert cl.grown == start + 2
+
+
 def test_uniform_pools_tells_one_node_size_from_several() -> None:
     """A job whose pools all have one node size is on uniform pools; a mixed pool is not."""
     mixed = ClusterState(Scenario(
