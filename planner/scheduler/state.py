@@ -144,8 +144,8 @@ class ClusterState:
         # (gpu types, clusters) of a job -> its allowed pools, for candidate_pools
         self._allowed: dict[tuple[Any, Any], list[tuple[Pool, PoolState, int]]] = {}
         self._uniform: dict[tuple[Any, Any], bool] = {}
-        # Bumps whenever a node's free GPUs or drained state change: a placement that
-        # found no hole finds none again until it moves (see ``no_hole``).
+        # Bumps whenever a node's free GPUs or drained state change: a greedy pass that
+        # changed nothing changes nothing again until it moves (``fairshare``'s passes).
         self.version = 0
         # Bumps only when GPUs come back (a job's GPUs given back, a drain ended): taking
         # GPUs never opens a hole, so a placement that found none finds none again until
