@@ -647,6 +647,7 @@ def _offer_answers(
         best.offer(form, epoch, previous, cand, message)
     return tried, skipped
 
+
 def _whole_search(
     form: Formulation,
     solver: Backend,

@@ -98,11 +98,7 @@ class CpSatBackend:
         A solver process that dies or hangs gives an ``error`` result; the planner then
         keeps what it has (its LP-dive incumbent, or the greedy plan).
         """
-        # The solver process counts its time to this deadline: handing it a model of
-        # thousands of variables took 0.1-0.3 s on 2 cores, which the search's limit
-        # did not include (plans of a 10 s limit took up to 10.15 s).
-        deadline = time.monotonic() + time_limit
-        return self._run([(model, time_limit, rel_gap, self.workers, self.subsolvers, deadline)], time_limit)[0]
+        return self._run([(model, self.workers, self.subsolvers)], time_limit, rel_gap)[0]
 
     def solve_many(
         self, models: list[LinearModel], *, time_limit: float, rel_gap: float
@@ -113,13 +109,19 @@ class CpSatBackend:
         worker found 96% of what the deployed pair of workers found in the same time
         (30 neighbourhoods of 8 families, 2 s each), so two neighbourhoods searched side
         by side gain about twice what one gains with both workers."""
-        deadline = time.monotonic() + time_limit
-        return self._run([(m, time_limit, rel_gap, 1, (SOLO,), deadline) for m in models], time_limit)
+        return self._run([(m, 1, (SOLO,)) for m in models], time_limit, rel_gap)
 
-    def _run(self, args: list[tuple[Any, ...]], time_limit: float) -> list[SolveResult]:
-        """:func:`_solve_many` of ``args``, in the solver process when ``isolate`` is
-        set (here when none can start); a process that dies or hangs gives each model
-        an ``error`` result."""
+    def _run(
+        self, searches: list[tuple[LinearModel, int, tuple[str, ...]]], time_limit: float, rel_gap: float
+    ) -> list[SolveResult]:
+        """:func:`_solve_many` of ``(model, workers, subsolvers)`` searches, in the solver
+        process when ``isolate`` is set (here when none can start); a process that dies
+        or hangs gives each model an ``error`` result."""
+        # The solver process counts its time to this deadline: handing it a model of
+        # thousands of variables took 0.1-0.3 s on 2 cores, which the search's limit
+        # did not include (plans of a 10 s limit took up to 10.15 s).
+        deadline = time.monotonic() + time_limit
+        args = [(model, time_limit, rel_gap, workers, subsolvers, deadline) for model, workers, subsolvers in searches]
         if not self.isolate:
             return _solve_many(args)
         t0 = time.perf_counter()
