@@ -57,6 +57,10 @@ class Capabilities:
     #: Solves the LP relaxation, incrementally (:class:`LpCapable`): the LP-guided path
     #: asks the registry for such a backend.
     lp_relaxation: bool = False
+    #: Its LP sessions also solve their model with every variable integer
+    #: (:meth:`LpSession.run_integer`): the Lagrangian bound then solves its parts
+    #: exactly instead of branching on their LPs (``planner.mip.relax``).
+    integer_parts: bool = False
     #: Returns a few incumbents found before its last one (``SolveResult.earlier``).
     earlier_incumbents: bool = False
     #: Stops at its first incumbent reaching ``LinearModel.stop_at``.
@@ -163,6 +167,23 @@ class LpSession(Protocol):
     ) -> None:
         """Set the bounds of variables ``idx`` to ``lower[idx]``, ``upper[idx]``."""
         ...
+
+    def run_integer(self, time_limit: float) -> IntegerAnswer | None:
+        """Solve the session's model with every variable integer, within ``time_limit``
+        (only for backends that declare ``integer_parts``); ``None`` when not even a
+        bound came out of it."""
+        ...
+
+
+@dataclass(frozen=True)
+class IntegerAnswer:
+    """What :meth:`LpSession.run_integer` proved: an upper bound of the integer optimum
+    (maximized, offset included), whether it is that optimum, and the best integer
+    point found (``None`` when none was)."""
+
+    bound: float
+    exact: bool
+    values: npt.NDArray[np.float64] | None
 
 
 @runtime_checkable

@@ -30,7 +30,8 @@ class PulpBackend:
         self.solver = solver
         # PuLP hands the MIP no start, reports no earlier incumbents and cannot stop at
         # an objective value; with HiGHS installed it solves LP relaxations.
-        self.capabilities = Capabilities(lp_relaxation=solver != "cbc" and highs_available())
+        lp = solver != "cbc" and highs_available()
+        self.capabilities = Capabilities(lp_relaxation=lp, integer_parts=lp)
 
     def is_available(self) -> bool:
         """Whether PuLP is installed (found, not imported)."""

@@ -59,6 +59,14 @@ def test_registry_hands_out_an_lp_capable_backend() -> None:
     assert session.objective() == pytest.approx(1.5)
 
 
+@pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+def test_the_lp_backend_declares_integer_parts() -> None:
+    """PuLP with HiGHS solves its LP sessions as MIPs too: the Lagrangian bound's parts."""
+    lp = lp_backend()
+    assert lp is not None
+    assert lp.capabilities.integer_parts
+
+
 class Recorder:
     """A backend that declares nothing and records what it is asked to solve."""
 

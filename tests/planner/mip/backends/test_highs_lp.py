@@ -1,0 +1,40 @@
+"""HiGHS's LP session (:class:`planner.mip.backends.highs_lp.HighsLp`): its model solved as
+integers (``run_integer``), for the Lagrangian bound's parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.mip.backends.highs_lp import HighsLp, highs_available
+from planner.mip.model import LinearModel
+
+pytestmark = pytest.mark.skipif(not highs_available(), reason="HiGHS is not installed")
+
+
+def _half_each() -> LinearModel:
+    """max 3x + 2y over integers 0..1 with 2x + 2y <= 3: the LP takes x = 1, y = 0.5
+    (4); whole values, x = 1 and y = 0 (3)."""
+    m = LinearModel()
+    x, y = m.add_var("x", 0, 1), m.add_var("y", 0, 1)
+    m.add_constraint([(x, 2), (y, 2)], "<=", 3)
+    m.add_objective(x, 3)
+    m.add_objective(y, 2)
+    return m
+
+
+def test_run_integer_proves_the_integer_optimum() -> None:
+    """The bound is the integer optimum 3 (not the LP's 4), proved, with its point."""
+    session = HighsLp(_half_each())
+    answer = session.run_integer(5.0)
+    assert answer is not None
+    assert answer.exact
+    assert answer.bound == pytest.approx(3.0)
+    assert answer.values is not None and list(answer.values) == pytest.approx([1.0, 0.0])
+
+
+def test_the_session_is_an_lp_again_after_run_integer() -> None:
+    """The columns are continuous again: the next run is the LP's optimum, 4."""
+    session = HighsLp(_half_each())
+    assert session.run_integer(5.0) is not None
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(4.0)
