@@ -10,6 +10,7 @@ solved by whichever registered backend declares ``lp_relaxation``
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -21,6 +22,10 @@ import numpy.typing as npt
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpCapable
 from planner.mip.model import Constraint, LinearModel
+
+#: The longest one part's MIP may take in the Lagrangian bound (seconds): a part the
+#: solver cannot close in this keeps the bound it proved, and the time goes to the next.
+PART_MIP_CAP = 0.25
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,21 @@ class Lagrangian:
     #: The LP's values with each solved project's integer optimum (under the prices) in
     #: place of its fractional ones: a point to round into an incumbent.
     values: npt.NDArray[np.float64]
+    #: The parts branched and left open, for :func:`solve_open_parts`.
+    open_parts: tuple[OpenPart, ...] = ()
+    #: The hair added to ``bound`` against the solver's tolerances.
+    slack: float = 0.0
+
+
+@dataclass(frozen=True)
+class OpenPart:
+    """A part of the Lagrangian bound left open: its variables, its rows, its priced
+    objective (one float per variable) and the bound it holds."""
+
+    idx: npt.NDArray[np.int64]
+    rows: tuple[int, ...]
+    cost: npt.NDArray[np.float64]
+    known: float
 
 
 def lagrangian_bound(
@@ -172,22 +192,76 @@ def lagrangian_bound(
             open_parts.append((root, min(value, part_lp)))
         total += min(value, part_lp) - part_lp
     if deeper > nodes and branched and closed >= close_share * branched:
-        for root, known in open_parts:
+        still: list[tuple[int, float]] = []
+        for k, (root, known) in enumerate(open_parts):
             if time.perf_counter() >= deadline:
+                still += open_parts[k:]
                 break
             idx = np.asarray(members[root])
             best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], deeper, deadline, lp)
             if best is None:
+                still.append((root, known))
                 continue
             value, exact, solution = best
             closed += int(exact)
             if exact:
                 point[idx] = solution
+            else:
+                still.append((root, min(value, known)))
             total += min(value, known) - known
+        open_parts = still
 
     # HiGHS's tolerances: a hair of slack so that rounding never makes it invalid.
-    total += 1e-7 * abs(total)
-    return Lagrangian(total, len(todo), branched, closed, time.perf_counter() - t0, point)
+    slack = 1e-7 * abs(total)
+    left = tuple(
+        OpenPart(np.asarray(members[root]), tuple(rows[root]), cost[members[root]], known)
+        for root, known in open_parts
+    )
+    return Lagrangian(total + slack, len(todo), branched, closed, time.perf_counter() - t0, point, left, slack)
+
+
+def solve_open_parts(model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> Lagrangian:
+    """``lag`` with the parts it left open solved as integers by ``lp``'s own MIP (a
+    backend that declares ``integer_parts``), smallest first, each for at most
+    :data:`PART_MIP_CAP`, until ``deadline``: a tighter bound, valid whenever it stops
+    (a part not closed keeps the solver's proven bound, or the one it had).
+
+    On the benchmark's families this takes 0.02-0.19 points more off the bound in 2 s
+    than the branching leaves (docs/formulation.md, *Twelfth pass*); the planner gives
+    it the time left after its last search, too short for another.
+    """
+    t0 = time.perf_counter()
+    lower = np.asarray(model.lower, dtype=np.float64)
+    upper = np.asarray(model.upper, dtype=np.float64)
+    total = lag.bound - lag.slack
+    point = lag.values.copy()
+    closed = lag.closed
+    still: list[OpenPart] = []
+    parts = sorted(lag.open_parts, key=lambda part: len(part.idx))
+    for k, part in enumerate(parts):
+        if time.perf_counter() >= deadline:
+            still += parts[k:]
+            break
+        best = _branch_part(
+            model, part.idx, list(part.rows), part.cost, lower[part.idx], upper[part.idx], 0, deadline, lp,
+            exact_mip=True,
+        )
+        if best is None:
+            still.append(part)
+            continue
+        value, exact, solution = best
+        known = min(value, part.known)
+        total += known - part.known
+        if exact:
+            closed += 1
+            point[part.idx] = solution
+        else:
+            still.append(dataclasses.replace(part, known=known))
+    slack = 1e-7 * abs(total)
+    return dataclasses.replace(
+        lag, bound=total + slack, closed=closed, values=point, open_parts=tuple(still), slack=slack,
+        seconds=lag.seconds + time.perf_counter() - t0,
+    )
 
 
 def _branch_part(
@@ -200,9 +274,12 @@ def _branch_part(
     nodes: int,
     deadline: float,
     lp: LpCapable,
+    exact_mip: bool = False,
 ) -> tuple[float, bool, npt.NDArray[np.float64]] | None:
     """Best-first branching on one part's LP: a bound of its maximum, whether it is
-    exact, and the values of the last node taken (its optimum when exact).
+    exact, and the values of the last node taken (its optimum when exact). With
+    ``exact_mip`` (backends that declare ``integer_parts``) the solver's own MIP instead,
+    for at most :data:`PART_MIP_CAP`.
 
     ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
     """
@@ -219,6 +296,14 @@ def _branch_part(
             Constraint(vars=where[c.vars], coefs=c.coefs, sense=c.sense, rhs=c.rhs, name=c.name)
         )
     session = lp.open_lp(sub, cost)
+    if exact_mip:
+        # The solver's own MIP: on the benchmark's parts it proves in hundredths of a
+        # second what the branching below leaves open after its nodes (docs/formulation.md).
+        answer = session.run_integer(min(max(deadline - time.perf_counter(), 0.01), PART_MIP_CAP))
+        if answer is None:
+            return None
+        point = answer.values if answer.values is not None else np.asarray(sub.lower, dtype=np.float64)
+        return answer.bound, answer.exact, point
     every = np.arange(len(idx))
 
     def solve(lo: npt.NDArray[np.float64], hi: npt.NDArray[np.float64]) -> tuple[float, npt.NDArray[np.float64]] | None:

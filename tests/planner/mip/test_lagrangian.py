@@ -12,11 +12,11 @@ import pytest
 from models import Snapshot
 from planner.mip import plan_epoch
 from planner.mip.backends import lp_backend
-from planner.mip.backends.base import LpCapable
+from planner.mip.backends.base import Capabilities, LpCapable, LpSession
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
-from planner.mip.relax import lagrangian_bound, lp_available
+from planner.mip.relax import lagrangian_bound, lp_available, solve_open_parts
 
 from .conftest import SnapBuilder
 
@@ -80,12 +80,30 @@ def _step_lp() -> tuple[tuple[Any, ...], LpCapable]:
     return (f.model, f.coupling_rows(), session.values(), session.duals()), lp
 
 
+class BranchingOnly:
+    """The registry's LP backend declaring LP relaxations only (no ``integer_parts``):
+    the bound's parts are branched on their LPs."""
+
+    name = "branching-only"
+    capabilities = Capabilities(lp_relaxation=True)
+
+    def __init__(self, lp: LpCapable) -> None:
+        self.lp = lp
+
+    def is_available(self) -> bool:
+        return True
+
+    def open_lp(self, model: LinearModel, objective: Any = None) -> LpSession:
+        return self.lp.open_lp(model, objective)
+
+
 def test_a_deeper_pass_closes_the_projects_the_first_left_open() -> None:
     """With only the root LPs in the first pass (``nodes=-1``: no branching), ``a`` and
     ``b`` stay open at their LP values, the LP bound 225,540; a second pass of 10
     branchings on the open parts (allowed whatever share closed: ``close_share=0``)
     closes both and reaches the bound of the full branching, 218,670."""
-    args, lp = _step_lp()
+    args, registered = _step_lp()
+    lp = BranchingOnly(registered)
     shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
     assert shallow.closed == 0
     assert shallow.bound == pytest.approx(225_540, abs=1.0)
@@ -99,10 +117,32 @@ def test_a_deeper_pass_closes_the_projects_the_first_left_open() -> None:
 def test_no_deeper_pass_when_too_few_parts_closed() -> None:
     """The second pass runs only where at least ``close_share`` (40%) of the branched
     parts closed: with none closed, the root LPs' bound 225,540 stays."""
-    args, lp = _step_lp()
-    gated = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1, deeper=10)
+    args, registered = _step_lp()
+    gated = lagrangian_bound(*args, time.perf_counter() + 5.0, BranchingOnly(registered), nodes=-1, deeper=10)
     assert gated.closed == 0
     assert gated.bound == pytest.approx(225_540, abs=1.0)
+
+
+def test_open_parts_solved_exactly_close_what_the_root_lps_left_open() -> None:
+    """With only root LPs (``nodes=-1``) both projects stay open at the LP bound 225,540;
+    solved as integers by a backend that declares ``integer_parts``
+    (:func:`solve_open_parts`), both close at the full branching's bound, 218,670."""
+    args, lp = _step_lp()
+    assert lp.capabilities.integer_parts
+    shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
+    assert len(shallow.open_parts) == 2
+    exact = solve_open_parts(args[0], shallow, time.perf_counter() + 5.0, lp)
+    assert (exact.closed, exact.open_parts) == (2, ())
+    assert exact.bound == pytest.approx(218_670, abs=1.0)
+
+
+def test_open_parts_with_no_time_keep_their_bound() -> None:
+    """Stopped before any part, the bound is the one it was given (still valid)."""
+    args, lp = _step_lp()
+    shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
+    same = solve_open_parts(args[0], shallow, time.perf_counter(), lp)
+    assert same.bound == pytest.approx(shallow.bound)
+    assert len(same.open_parts) == 2
 
 
 def _infeasible_side() -> LinearModel:
