@@ -52,7 +52,7 @@ from planner.mip.formulation import (
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
-from planner.mip.relax import lagrangian_bound
+from planner.mip.relax import Lagrangian, lagrangian_bound, solve_open_parts
 
 #: A decomposed epoch has one part per this many start variables (estimated).
 PART_STARTS = 150_000
@@ -114,6 +114,10 @@ LAGRANGIAN_DEEPER = 40
 EARLIER_SLACK = 0.001
 #: Seconds one neighbourhood search may take at most.
 SEARCH_CAP = 2.0
+#: The time left after the last search, when at least this (seconds), solves the
+#: Lagrangian bound's open parts exactly (backends that declare ``integer_parts``):
+#: too short for a search, and idle before (docs/formulation.md, *Twelfth pass*).
+EXACT_PARTS_MIN = 0.1
 #: Job decisions freed by the second neighbourhood; later ones grow by half after a
 #: search that finished in under half its time, and shrink by a third otherwise.
 NEXT_VARS = 1500
@@ -423,6 +427,7 @@ def _lp_guided(
     # 3. A tighter bound: the LP's duals price the rows shared between projects, and
     # each project's own problem is branched (relax.lagrangian_bound).
     left = deadline - time.perf_counter()
+    lag: Lagrangian | None = None
     if best.gap(bound) > rel_gap and left > 2 * MIN_SEARCH:
         lag = lagrangian_bound(
             form.model,
@@ -538,6 +543,13 @@ def _lp_guided(
         size = int(grown * 1.5) if spent < 0.5 * budget else max(int(grown / 1.5), 200)
         if time.perf_counter() + MIN_SEARCH > deadline:
             ended = f"neighbourhood search {round_}: {why}; time limit, gap {best.gap(bound):.2%} above the target {rel_gap:.2%}"
+    left = deadline - time.perf_counter()
+    if (lp.capabilities.integer_parts and lag is not None and lag.open_parts
+            and best.gap(bound) > rel_gap and left > EXACT_PARTS_MIN):
+        # Too little time for another search: what is left tightens the bound.
+        lag, bound, said = _tighten(form, lag, bound, deadline, lp)
+        note += said
+        ended += f"; then the Lagrangian parts solved exactly in the time left: gap {best.gap(bound):.2%}"
     if searches:
         note += f"; searches by {solver.name}: " + "; ".join(searches)
     if best.values is None or best.objective is None:
@@ -557,6 +569,22 @@ def _lp_guided(
         best.placed,
         ended,
     )
+
+
+def _tighten(
+    form: Formulation, lag: Lagrangian, bound: float, deadline: float, lp: LpCapable
+) -> tuple[Lagrangian, float, str]:
+    """The Lagrangian bound with its open parts solved exactly until ``deadline``
+    (:func:`~planner.mip.relax.solve_open_parts`), the bound, and a note for the message."""
+    t0 = time.perf_counter()
+    before = len(lag.open_parts)
+    lag = solve_open_parts(form.model, lag, deadline, lp)
+    tighter = min(bound, lag.bound)
+    said = (
+        f"; {before - len(lag.open_parts)} of {before} open Lagrangian parts solved exactly "
+        f"in {time.perf_counter() - t0:.2f}s, the bound {(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
+    )
+    return lag, tighter, said
 
 
 def _pick_neighbourhood(
