@@ -29,7 +29,8 @@ class PulpBackend:
     def __init__(self, solver: str = "auto") -> None:
         self.solver = solver
         # PuLP hands the MIP no start, reports no earlier incumbents and cannot stop at
-        # an objective value; with HiGHS installed it solves LP relaxations.
+        # an objective value; with HiGHS installed it solves LP relaxations, and solves
+        # them as integers too (the Lagrangian bound's open parts).
         lp = solver != "cbc" and highs_available()
         self.capabilities = Capabilities(lp_relaxation=lp, integer_parts=lp)
 
