@@ -173,8 +173,8 @@ def lagrangian_bound(
     todo.sort()
     point = values.copy()
     branched = closed = 0
-    #: Each branched part's bound so far, for the parts left open.
-    open_parts: list[tuple[int, float]] = []
+    #: The branched parts left open, each with its bound so far.
+    open_parts: list[OpenPart] = []
     for _, root in todo:
         if time.perf_counter() >= deadline:
             break
@@ -189,35 +189,20 @@ def lagrangian_bound(
         if exact:
             point[idx] = solution
         else:
-            open_parts.append((root, min(value, part_lp)))
+            open_parts.append(OpenPart(idx, tuple(rows[root]), cost[idx], min(value, part_lp)))
         total += min(value, part_lp) - part_lp
     if deeper > nodes and branched and closed >= close_share * branched:
-        still: list[tuple[int, float]] = []
-        for k, (root, known) in enumerate(open_parts):
-            if time.perf_counter() >= deadline:
-                still += open_parts[k:]
-                break
-            idx = np.asarray(members[root])
-            best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], deeper, deadline, lp)
-            if best is None:
-                still.append((root, known))
-                continue
-            value, exact, solution = best
-            closed += int(exact)
-            if exact:
-                point[idx] = solution
-            else:
-                still.append((root, min(value, known)))
-            total += min(value, known) - known
-        open_parts = still
+        fall, more, open_parts = _close_parts(
+            model, lower, upper, open_parts, point, deeper, deadline, lp, exact_mip=False
+        )
+        total += fall
+        closed += more
 
     # HiGHS's tolerances: a hair of slack so that rounding never makes it invalid.
     slack = 1e-7 * abs(total)
-    left = tuple(
-        OpenPart(np.asarray(members[root]), tuple(rows[root]), cost[members[root]], known)
-        for root, known in open_parts
+    return Lagrangian(
+        total + slack, len(todo), branched, closed, time.perf_counter() - t0, point, tuple(open_parts), slack
     )
-    return Lagrangian(total + slack, len(todo), branched, closed, time.perf_counter() - t0, point, left, slack)
 
 
 def solve_open_parts(model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> Lagrangian:
@@ -233,35 +218,56 @@ def solve_open_parts(model: LinearModel, lag: Lagrangian, deadline: float, lp: L
     t0 = time.perf_counter()
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)
-    total = lag.bound - lag.slack
     point = lag.values.copy()
-    closed = lag.closed
-    still: list[OpenPart] = []
     parts = sorted(lag.open_parts, key=lambda part: len(part.idx))
+    fall, more, still = _close_parts(model, lower, upper, parts, point, 0, deadline, lp, exact_mip=True)
+    total = lag.bound - lag.slack + fall
+    slack = 1e-7 * abs(total)
+    return dataclasses.replace(
+        lag, bound=total + slack, closed=lag.closed + more, values=point, open_parts=tuple(still),
+        slack=slack, seconds=lag.seconds + time.perf_counter() - t0,
+    )
+
+
+def _close_parts(
+    model: LinearModel,
+    lower: npt.NDArray[np.float64],
+    upper: npt.NDArray[np.float64],
+    parts: list[OpenPart],
+    point: npt.NDArray[np.float64],
+    nodes: int,
+    deadline: float,
+    lp: LpCapable,
+    exact_mip: bool,
+) -> tuple[float, int, list[OpenPart]]:
+    """Branch ``parts`` again (``nodes`` branchings each), or solve them by the solver's
+    MIP (``exact_mip``), in order until ``deadline`` (``lower`` and ``upper``: the whole
+    model's variable bounds): how far their bounds fell
+    together, how many closed (their optima written into ``point``), and the parts
+    still open with their bounds."""
+    fall = 0.0
+    closed = 0
+    still: list[OpenPart] = []
     for k, part in enumerate(parts):
         if time.perf_counter() >= deadline:
             still += parts[k:]
             break
         best = _branch_part(
-            model, part.idx, list(part.rows), part.cost, lower[part.idx], upper[part.idx], 0, deadline, lp,
-            exact_mip=True,
+            model, part.idx, list(part.rows), part.cost, lower[part.idx], upper[part.idx], nodes, deadline, lp,
+            exact_mip,
         )
         if best is None:
             still.append(part)
             continue
         value, exact, solution = best
         known = min(value, part.known)
-        total += known - part.known
+        fall += known - part.known
         if exact:
             closed += 1
             point[part.idx] = solution
         else:
             still.append(dataclasses.replace(part, known=known))
-    slack = 1e-7 * abs(total)
-    return dataclasses.replace(
-        lag, bound=total + slack, closed=closed, values=point, open_parts=tuple(still), slack=slack,
-        seconds=lag.seconds + time.perf_counter() - t0,
-    )
+    return fall, closed, still
 
 
 def _branch_part(
