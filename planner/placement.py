@@ -28,6 +28,7 @@ def place_gang(
     size: Mapping[str, int],
     gpus: int,
     prefer: Sequence[str] = (),
+    spare: Mapping[str, int] | None = None,
 ) -> tuple[str, ...] | None:
     """Nodes for a gang of ``gpus`` GPUs, or ``None`` when it has no hole of its shape.
 
@@ -42,6 +43,10 @@ def place_gang(
     prefer
         Nodes to use first when they fit (the job's previous nodes), so a job keeps its
         nodes across slices and epochs where it can.
+    spare
+        Free GPUs per node outside the gang's time (a plan's other slices), or ``None``.
+        Among nodes that fit equally, those with least to spare go first: the nodes that
+        stay free longer are left to gangs that need them longer.
     """
     if not free:
         return None
@@ -52,7 +57,10 @@ def place_gang(
         if not fits:
             return None
         # Previous node first, then best fit (least room left), then name for determinism.
-        best = min(fits, key=lambda n: (n not in prefer_set, free[n] - gpus, n))
+        if spare is None:
+            best = min(fits, key=lambda n: (n not in prefer_set, free[n] - gpus, n))
+        else:
+            best = min(fits, key=lambda n: (n not in prefer_set, free[n] - gpus, spare[n], n))
         return (best,)
     # Multi-node: whole empty nodes of one node size.
     by_size: dict[int, list[str]] = {}
@@ -63,7 +71,10 @@ def place_gang(
         need = nodes_needed(gpus, node_size)
         empty = by_size[node_size]
         if len(empty) >= need:
-            chosen = sorted(empty, key=lambda n: (n not in prefer_set, n))[:need]
+            if spare is None:
+                chosen = sorted(empty, key=lambda n: (n not in prefer_set, n))[:need]
+            else:
+                chosen = sorted(empty, key=lambda n: (n not in prefer_set, spare[n], n))[:need]
             return tuple(sorted(chosen))
     return None
 

@@ -118,7 +118,9 @@ class Board:
         slice ``first`` would hold.
 
         Without nodes of its own to return to, a small gang prefers nodes that stay in
-        use to the epoch's end, so nodes about to empty stay whole for large gangs.
+        use to the epoch's end, so nodes about to empty stay whole for large gangs. Among
+        nodes that fit equally, the gang takes those with the fewest GPUs free in the
+        other slices (``spare``), leaving the nodes free for longer to longer runs.
         """
         free: dict[str, int] = {}
         end = self.epoch.slices - 1
@@ -140,7 +142,8 @@ class Board:
             free[n] = window
         if not prefer and 2 * gpus <= pool.gpus_per_node:
             prefer = tuple(n for n in free if self.free[n][end] < pool.gpus_per_node)
-        return place_gang(free, self.size, gpus, prefer=prefer)
+        spare = {n: sum(self.free[n]) - sum(self.free[n][first:last]) for n in free}
+        return place_gang(free, self.size, gpus, prefer=prefer, spare=spare)
 
     def pool_free(self, pool: SubPool, k: int) -> int:
         """Free GPUs of ``pool`` in slice ``k``."""

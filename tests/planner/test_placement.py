@@ -21,6 +21,21 @@ def test_multi_node_gang_takes_whole_empty_nodes() -> None:
     assert place_gang({"a": 8, "b": 3, "c": 8}, SIZE, 24) is None
 
 
+def test_small_gang_ties_go_to_the_node_with_least_to_spare() -> None:
+    """Among nodes that fit equally well, the one with the fewest GPUs free outside the
+    gang's time goes first (name only breaks what is left)."""
+    assert place_gang({"a": 8, "b": 8, "c": 8}, SIZE, 2, spare={"a": 16, "b": 0, "c": 8}) == ("b",)
+    # Best fit still comes first: c has less room now, whatever it has later.
+    assert place_gang({"a": 8, "b": 8, "c": 3}, SIZE, 2, spare={"a": 16, "b": 0, "c": 24}) == ("c",)
+
+
+def test_multi_node_gang_takes_the_whole_nodes_with_least_to_spare() -> None:
+    """A multi-node gang takes, of the whole empty nodes, those freest elsewhere last."""
+    free = {"a": 8, "b": 8, "c": 8}
+    assert place_gang(free, SIZE, 16, spare={"a": 16, "b": 0, "c": 0}) == ("b", "c")
+    assert place_gang(free, SIZE, 16) == ("a", "b")
+
+
 def test_no_hole_of_gang_shape() -> None:
     """Enough free GPUs spread over nodes is not a hole for a single-node gang."""
     assert place_gang({"a": 4, "b": 4}, {"a": 8, "b": 8}, 8) is None

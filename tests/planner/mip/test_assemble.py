@@ -200,3 +200,38 @@ def test_keeps_the_order_placing_most_work_not_the_first_tried(snap: type[SnapBu
     assert dropped == {"four"}
     assert _gpu_slices(runs) == 30
     _assert_fits(snapshot, epoch, runs, [s for s in starts if s.state.job.id != "four"])
+
+
+def test_a_gang_takes_the_nodes_busy_outside_its_slices(snap: type[SnapBuilder]) -> None:
+    """A start takes, of the nodes free for its whole run, those least free in the
+    other slices, so the nodes free for longer stay whole for longer runs.
+
+    Four 8-GPU nodes; ``r2`` and ``r3`` run on nodes 002 and 003 through slice 1. In
+    this order:
+
+    - ``late``: 16 GPUs (two whole nodes), slices 2-3;
+    - ``long``: 16 GPUs, slices 0-3.
+
+    ``late`` may take any two nodes. By name it took 000 and 001, the only nodes free in
+    every slice, and ``long`` found no hole. It takes 002 and 003, which are busy before
+    it, and ``long`` gets 000 and 001.
+    """
+    snapshot = (
+        snap()
+        .pool(nodes=4)
+        .project("a")
+        .running("r2", ("c-h100-002",), gpus=8, ran=1800.0, duration=1800.0 + 2 * SLICE)
+        .running("r3", ("c-h100-003",), gpus=8, ran=1800.0, duration=1800.0 + 2 * SLICE)
+        .queued("late", gpus=16, duration=2 * SLICE)
+        .queued("long", gpus=16, duration=4 * SLICE)
+        .build()
+    )
+    epoch = build_epoch(snapshot)
+    ends = {"r2": 2, "r3": 2}
+    starts = _starts(epoch, {"late": 2, "long": 0})
+    runs, dropped = _place_in_order(epoch, ends, starts)
+    assert dropped == set()
+    assert {r.state.job.id: r.nodes for r in runs} == {
+        "late": ("c-h100-002", "c-h100-003"),
+        "long": ("c-h100-000", "c-h100-001"),
+    }
