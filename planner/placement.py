@@ -56,7 +56,8 @@ def place_gang(
         fits = [n for n in single if free[n] >= gpus]
         if not fits:
             return None
-        # Previous node first, then best fit (least room left), then name for determinism.
+        # Previous node first, then best fit (least room left), then least to spare in
+        # other slices (when given), then name for determinism.
         if spare is None:
             best = min(fits, key=lambda n: (n not in prefer_set, free[n] - gpus, n))
         else:
