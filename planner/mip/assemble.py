@@ -123,6 +123,7 @@ class Board:
         other slices (``spare``), leaving the nodes free for longer to longer runs.
         """
         free: dict[str, int] = {}
+        spare: dict[str, int] = {}  # free GPUs in the slices outside the run
         end = self.epoch.slices - 1
         # Only nodes the gang could use: room for a single-node gang, whole for the
         # nodes of a multi-node one (the first slice rules most nodes out cheaply).
@@ -140,9 +141,9 @@ class Board:
             if near and pool.keeps_off(n, first, last, t0, contract):
                 continue
             free[n] = window
+            spare[n] = sum(slots) - sum(slots[first:last])
         if not prefer and 2 * gpus <= pool.gpus_per_node:
             prefer = tuple(n for n in free if self.free[n][end] < pool.gpus_per_node)
-        spare = {n: sum(self.free[n]) - sum(self.free[n][first:last]) for n in free}
         return place_gang(free, self.size, gpus, prefer=prefer, spare=spare)
 
     def pool_free(self, pool: SubPool, k: int) -> int:

@@ -242,9 +242,8 @@ def _close_parts(
 ) -> tuple[float, int, list[OpenPart]]:
     """Branch ``parts`` again (``nodes`` branchings each), or solve them by the solver's
     MIP (``exact_mip``), in order until ``deadline`` (``lower`` and ``upper``: the whole
-    model's variable bounds): how far their bounds fell
-    together, how many closed (their optima written into ``point``), and the parts
-    still open with their bounds."""
+    model's variable bounds): how far their bounds fell together, how many closed (their
+    optima written into ``point``), and the parts still open with their bounds."""
     fall = 0.0
     closed = 0
     still: list[OpenPart] = []
