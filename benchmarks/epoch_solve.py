@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
                     ended = _ended_by(info.message)
                 if args.verbose:
                     print(f"    seed {seed}: {times[-1]:.2f}s gap {gap:.2%} charged {cg:.2%}: {info.message}")
+                else:  # progress: a family's row comes only after all its seeds
+                    print(f"  {name} {backend} seed {seed} of {len(snaps)}: {times[-1]:.1f}s gap {gap:.2%}",
+                          file=sys.stderr, flush=True)
             ok = all(
                 t <= limit_s and g <= limit_gap and c <= limit_gap
                 for t, g, c in zip(times, gaps, charged, strict=True)
