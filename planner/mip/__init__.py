@@ -75,6 +75,12 @@ SHORT_LIMIT = 1.0
 #: 4.24% against 4.45%), so all down gave way to 0.6: the best of the three is better
 #: on 7 snapshots and worse on that one.
 ROUNDINGS = (0.7, 0.6, 0.5)
+#: Searches guided by the Lagrangian point instead of the LP optimum (:func:`_guide`):
+#: those whose round modulo the first number is the second, every other pair's first.
+#: The LP spreads a project's work over fractions of many jobs; the Lagrangian point has
+#: the solved projects' integer choices, closer to what an incumbent can reach
+#: (docs/formulation.md, fifteenth pass).
+LAGRANGIAN_GUIDE = (4, 2)
 #: The neighbourhood search stops once its answer is within this fraction of the
 #: planner's ``rel_gap`` of the whole model's bound: its answers lose some objective to
 #: node placement (0.03-0.3% on the benchmark epochs), so a search that stops as soon as
@@ -480,7 +486,8 @@ def _lp_guided(
         picks: list[tuple[LinearModel, list[int], str]] = []
         seen = dict(freed)
         for _ in range(max(concurrent, 1)):
-            picks.append(_pick_neighbourhood(form, lp_values, best, bound, seen, focused, size, round_, restricted))
+            guide = _guide(lp_values, lag, round_)
+            picks.append(_pick_neighbourhood(form, guide, best, bound, seen, focused, size, round_, restricted))
             round_ += 1
             for g in picks[-1][1]:
                 seen[g] = seen.get(g, 0) + 1
@@ -585,6 +592,17 @@ def _tighten(
         f"in {time.perf_counter() - t0:.2f}s, the bound {(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
     )
     return lag, tighter, said
+
+
+def _guide(
+    lp_values: npt.NDArray[np.float64], lag: Lagrangian | None, round_: int
+) -> npt.NDArray[np.float64]:
+    """The point search ``round_`` measures the incumbent against: the LP optimum, or for
+    every other pair's first search (:data:`LAGRANGIAN_GUIDE`) the Lagrangian point, each
+    project's part at its integer optimum under the LP's prices where it was solved."""
+    if lag is not None and lag.closed and round_ % LAGRANGIAN_GUIDE[0] == LAGRANGIAN_GUIDE[1]:
+        return lag.values
+    return lp_values
 
 
 def _pick_neighbourhood(

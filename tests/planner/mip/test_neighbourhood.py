@@ -174,3 +174,19 @@ def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
     assert planner_mip._worth_placing(899_000.0, 900_000.0, 1_000_000.0)
     assert not planner_mip._worth_placing(898_999.0, 900_000.0, 1_000_000.0)
     assert planner_mip._worth_placing(0.0, None, 1_000_000.0)
+
+
+def test_every_other_pairs_first_search_is_guided_by_the_lagrangian_point() -> None:
+    """Rounds 2 and 6 (of 0-7: the first search of every other pair) measure the
+    incumbent against the Lagrangian point; the others, and every round when no project
+    was solved, against the LP optimum."""
+    from planner.mip.relax import Lagrangian
+
+    lp = np.array([0.5, 0.5])
+    point = np.array([1.0, 0.0])
+    solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=1, seconds=0.0, values=point)
+    guided = [r for r in range(8) if planner_mip._guide(lp, solved, r) is point]
+    assert guided == [2, 6]
+    none_solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=0, seconds=0.0, values=point)
+    assert all(planner_mip._guide(lp, none_solved, r) is lp for r in range(8))
+    assert all(planner_mip._guide(lp, None, r) is lp for r in range(8))
