@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         "--greedy", action="store_true", help="also print the greedy plan's delivered/owed"
     )
     args = ap.parse_args(argv)
+    if args.seeds < 1 or args.first_seed < 0:
+        ap.error("--seeds must be at least 1 and --first-seed at least 0")  # exits with code 2
     root = args.code.resolve() if args.code else Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.path.insert(0, str(root))

@@ -75,12 +75,6 @@ SHORT_LIMIT = 1.0
 #: 4.24% against 4.45%), so all down gave way to 0.6: the best of the three is better
 #: on 7 snapshots and worse on that one.
 ROUNDINGS = (0.7, 0.6, 0.5)
-#: Searches guided by the Lagrangian point instead of the LP optimum (:func:`_guide`):
-#: those whose round modulo the first number is the second, every other pair's first.
-#: The LP spreads a project's work over fractions of many jobs; the Lagrangian point has
-#: the solved projects' integer choices, closer to what an incumbent can reach
-#: (docs/formulation.md, fifteenth pass).
-LAGRANGIAN_GUIDE = (4, 2)
 #: The neighbourhood search stops once its answer is within this fraction of the
 #: planner's ``rel_gap`` of the whole model's bound: its answers lose some objective to
 #: node placement (0.03-0.3% on the benchmark epochs), so a search that stops as soon as
@@ -486,8 +480,9 @@ def _lp_guided(
         picks: list[tuple[LinearModel, list[int], str]] = []
         seen = dict(freed)
         for _ in range(max(concurrent, 1)):
-            guide = _guide(lp_values, lag, round_)
-            picks.append(_pick_neighbourhood(form, guide, best, bound, seen, focused, size, round_, restricted))
+            picks.append(
+                _pick_neighbourhood(form, lp_values, lag, best, bound, seen, focused, size, round_, restricted)
+            )
             round_ += 1
             for g in picks[-1][1]:
                 seen[g] = seen.get(g, 0) + 1
@@ -598,9 +593,11 @@ def _guide(
     lp_values: npt.NDArray[np.float64], lag: Lagrangian | None, round_: int
 ) -> npt.NDArray[np.float64]:
     """The point search ``round_`` measures the incumbent against: the LP optimum, or for
-    every other pair's first search (:data:`LAGRANGIAN_GUIDE`) the Lagrangian point, each
-    project's part at its integer optimum under the LP's prices where it was solved."""
-    if lag is not None and lag.closed and round_ % LAGRANGIAN_GUIDE[0] == LAGRANGIAN_GUIDE[1]:
+    every other pair's first search (``round_ % 4 == 2``) the Lagrangian point, each
+    project's part at its integer optimum under the LP's prices where it was solved. The
+    LP spreads a project's work over fractions of many jobs; the solved projects' choices
+    are whole jobs (docs/formulation.md, fifteenth pass)."""
+    if lag is not None and lag.closed and round_ % 4 == 2:
         return lag.values
     return lp_values
 
@@ -608,6 +605,7 @@ def _guide(
 def _pick_neighbourhood(
     form: Formulation,
     lp_values: npt.NDArray[np.float64],
+    lag: Lagrangian | None,
     best: _Best,
     bound: float,
     freed: dict[int, int],
@@ -623,7 +621,9 @@ def _pick_neighbourhood(
     is a large share of the gap (:func:`_focus_neighbourhood`); where most jobs may use
     at most two pools (``restricted``), the other odd searches and every fourth free
     one pool's decisions; the rest free the job groups where LP and incumbent disagree
-    most (:func:`_next_neighbourhood`).
+    most (:func:`_next_neighbourhood`). The searches other than the focus ones measure
+    the incumbent against :func:`_guide`'s point: the LP optimum, or in every other
+    pair's first search the Lagrangian point.
     """
     assert best.values is not None
     gap_q = max(bound - (best.objective or 0.0), 1.0)
@@ -634,10 +634,14 @@ def _pick_neighbourhood(
             focused[project] = focused.get(project, 0) + 1
             return sub, [], f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
     by_pool = restricted and round_ % 4 in (1, 2, 3)
+    guide = _guide(lp_values, lag, round_)
     sub, chosen = _next_neighbourhood(
-        form, lp_values, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
+        form, guide, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
     )
-    kind = f"{len(chosen)} job groups where LP and incumbent disagree" + (" in one pool" if by_pool else "")
+    against = "LP" if guide is lp_values else "Lagrangian point"
+    kind = f"{len(chosen)} job groups where {against} and incumbent disagree" + (
+        " in one pool" if by_pool else ""
+    )
     return sub, chosen, kind
 
 
