@@ -592,12 +592,14 @@ def _tighten(
 def _guide(
     lp_values: npt.NDArray[np.float64], lag: Lagrangian | None, round_: int
 ) -> npt.NDArray[np.float64]:
-    """The point search ``round_`` measures the incumbent against: the LP optimum, or for
-    every other pair's first search (``round_ % 4 == 2``) the Lagrangian point, each
-    project's part at its integer optimum under the LP's prices where it was solved. The
-    LP spreads a project's work over fractions of many jobs; the solved projects' choices
-    are whole jobs (docs/formulation.md, fifteenth pass)."""
-    if lag is not None and lag.closed and round_ % 4 == 2:
+    """The point search ``round_`` measures the incumbent against: the LP optimum, or in
+    every other pair (``round_ % 4`` of 2 or 3) the Lagrangian point, each project's
+    part at its integer optimum under the LP's prices where it was solved. The LP
+    spreads a project's work over fractions of many jobs; the solved projects' choices
+    are whole jobs (docs/formulation.md, fifteenth and sixteenth passes). Of such a
+    pair's second search only a focus search uses the point (:func:`_pick_neighbourhood`).
+    """
+    if lag is not None and lag.closed and round_ % 4 in (2, 3):
         return lag.values
     return lp_values
 
@@ -617,24 +619,26 @@ def _pick_neighbourhood(
     """The neighbourhood of search ``round_`` (counting from 0), the job groups it frees,
     and what it is, in words.
 
-    Every other search makes room for the project shortest of the LP when its shortfall
-    is a large share of the gap (:func:`_focus_neighbourhood`); where most jobs may use
-    at most two pools (``restricted``), the other odd searches and every fourth free
-    one pool's decisions; the rest free the job groups where LP and incumbent disagree
-    most (:func:`_next_neighbourhood`). The searches other than the focus ones measure
-    the incumbent against :func:`_guide`'s point: the LP optimum, or in every other
-    pair's first search the Lagrangian point.
+    Every other search makes room for the project shortest of :func:`_guide`'s point
+    when its shortfall is a large share of the gap (:func:`_focus_neighbourhood`); where
+    most jobs may use at most two pools (``restricted``), the other odd searches and
+    every fourth free one pool's decisions; the rest free the job groups where that
+    point and the incumbent disagree most (:func:`_next_neighbourhood`). The point is
+    the LP optimum, or the Lagrangian point in every other pair's first search and in
+    its second when that is a focus search.
     """
     assert best.values is not None
     gap_q = max(bound - (best.objective or 0.0), 1.0)
     if round_ % 2 == 1:
-        focus = _focus_neighbourhood(form, lp_values, best.values, focused)
+        target = _guide(lp_values, lag, round_)
+        focus = _focus_neighbourhood(form, target, best.values, focused)
         if focus is not None and focus[3] >= FOCUS_SHARE * gap_q:
             sub, project, pool, short = focus
             focused[project] = focused.get(project, 0) + 1
-            return sub, [], f"room for {project} in sub-pool {pool}, {short / gap_q:.0%} of the gap"
+            by = "" if target is lp_values else " (short of the Lagrangian point)"
+            return sub, [], f"room for {project} in sub-pool {pool}{by}, {short / gap_q:.0%} of the gap"
     by_pool = restricted and round_ % 4 in (1, 2, 3)
-    guide = _guide(lp_values, lag, round_)
+    guide = _guide(lp_values, lag, round_) if round_ % 2 == 0 else lp_values
     sub, chosen = _next_neighbourhood(
         form, guide, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
     )
@@ -894,7 +898,9 @@ def _focus_neighbourhood(
 ) -> tuple[LinearModel, str, int, float] | None:
     """A neighbourhood that makes room for the project the incumbent leaves shortest.
 
-    The project whose utility the LP optimum values most above the incumbent's
+    ``lp_values`` is the point measured against: the LP optimum, or in a guided pair the
+    Lagrangian point (:func:`_guide`). The project whose utility that point values most
+    above the incumbent's
     (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was the focus)
     gets all its starts freed, each over its whole range; in the pool where the LP
     starts most of its work, every decision that runs or that the LP starts (running

@@ -10,6 +10,7 @@ import planner.mip as planner_mip
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
 from planner.mip.model import LinearModel
+from planner.mip.relax import Lagrangian
 
 from .conftest import SnapBuilder
 
@@ -176,17 +177,44 @@ def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
     assert planner_mip._worth_placing(0.0, None, 1_000_000.0)
 
 
-def test_every_other_pairs_first_search_is_guided_by_the_lagrangian_point() -> None:
-    """Rounds 2 and 6 (of 0-7: the first search of every other pair) measure the
-    incumbent against the Lagrangian point; the others, and every round when no project
-    was solved, against the LP optimum."""
-    from planner.mip.relax import Lagrangian
-
+def test_every_other_pair_is_guided_by_the_lagrangian_point() -> None:
+    """Rounds 2, 3, 6 and 7 (of 0-7: every other pair) measure the incumbent against
+    the Lagrangian point; the others, and every round when no project was solved,
+    against the LP optimum."""
     lp = np.array([0.5, 0.5])
     point = np.array([1.0, 0.0])
     solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=1, seconds=0.0, values=point)
     guided = [r for r in range(8) if planner_mip._guide(lp, solved, r) is point]
-    assert guided == [2, 6]
+    assert guided == [2, 3, 6, 7]
     none_solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=0, seconds=0.0, values=point)
     assert all(planner_mip._guide(lp, none_solved, r) is lp for r in range(8))
     assert all(planner_mip._guide(lp, None, r) is lp for r in range(8))
+
+
+def pick(f: Formulation, lp: np.ndarray, incumbent: np.ndarray, lag: Lagrangian, round_: int) -> str:
+    """What :func:`planner.mip._pick_neighbourhood` calls search ``round_``."""
+    best = planner_mip._Best(values=incumbent, objective=f.model.value(incumbent))
+    bound = best.objective + 100_000.0
+    _, _, kind = planner_mip._pick_neighbourhood(f, lp, lag, best, bound, {}, {}, 0, round_, False)
+    return kind
+
+
+def test_a_focus_search_in_a_guided_pair_makes_room_by_the_lagrangian_point() -> None:
+    """The LP leaves ``a`` short (80,000 at stake, past the focus share of a gap of
+    100,000), the Lagrangian point leaves no one short (the incumbent itself). Round 1
+    makes room for ``a``; round 3, the second of a guided pair, has no project short of
+    its point, so it frees the groups where that pair's other point, the LP, and the
+    incumbent disagree."""
+    f, lp, incumbent = room_for_a()
+    lag = Lagrangian(bound=0.0, parts=1, branched=1, closed=1, seconds=0.0, values=incumbent.astype(float))
+    assert pick(f, lp, incumbent, lag, 1).startswith("room for a in sub-pool")
+    assert "where LP and incumbent disagree" in pick(f, lp, incumbent, lag, 3)
+
+
+def test_a_focus_search_by_the_lagrangian_point_says_so() -> None:
+    """With the Lagrangian point leaving ``a`` as short as the LP does, round 3 makes room
+    for ``a`` too, and its entry names the point it measured against; round 1's does not."""
+    f, lp, incumbent = room_for_a()
+    lag = Lagrangian(bound=0.0, parts=1, branched=1, closed=1, seconds=0.0, values=lp.copy())
+    assert "(short of the Lagrangian point)" in pick(f, lp, incumbent, lag, 3)
+    assert "Lagrangian" not in pick(f, lp, incumbent, lag, 1)
