@@ -902,8 +902,8 @@ def _focus_neighbourhood(
     Lagrangian point (:func:`_guide`). The project whose utility that point values most
     above the incumbent's
     (``sum slope * (u_lp - u_incumbent)``, halved for each earlier time it was the focus)
-    gets all its starts freed, each over its whole range; in the pool where the LP
-    starts most of its work, every decision that runs or that the LP starts (running
+    gets all its starts freed, each over its whole range; in the pool where that point
+    starts most of its work, every decision that runs or that the point starts (running
     jobs' slices, starts with a value in either) is freed within one of both values, so
     that the search can stop or move the work that must make room (a 512-GPU gang needs
     64 whole nodes, many other groups' worth). The auxiliary variables are free,

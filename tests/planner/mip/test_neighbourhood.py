@@ -202,9 +202,8 @@ def pick(f: Formulation, lp: np.ndarray, incumbent: np.ndarray, lag: Lagrangian,
 def test_a_focus_search_in_a_guided_pair_makes_room_by_the_lagrangian_point() -> None:
     """The LP leaves ``a`` short (80,000 at stake, past the focus share of a gap of
     100,000), the Lagrangian point leaves no one short (the incumbent itself). Round 1
-    makes room for ``a``; round 3, the second of a guided pair, has no project short of
-    its point, so it frees the groups where that pair's other point, the LP, and the
-    incumbent disagree."""
+    makes room for ``a``; round 3, the second of a guided pair, finds no project short
+    of its point, so it is a disagreement search against the LP instead."""
     f, lp, incumbent = room_for_a()
     lag = Lagrangian(bound=0.0, parts=1, branched=1, closed=1, seconds=0.0, values=incumbent.astype(float))
     assert pick(f, lp, incumbent, lag, 1).startswith("room for a in sub-pool")
