@@ -191,11 +191,13 @@ def test_every_other_pair_is_guided_by_the_lagrangian_point() -> None:
     assert all(planner_mip._guide(lp, None, r) is lp for r in range(8))
 
 
-def pick(f: Formulation, lp: np.ndarray, incumbent: np.ndarray, lag: Lagrangian, round_: int) -> str:
+def pick(
+    f: Formulation, lp: np.ndarray, incumbent: np.ndarray, lag: Lagrangian, round_: int, restricted: bool = False
+) -> str:
     """What :func:`planner.mip._pick_neighbourhood` calls search ``round_``."""
     best = planner_mip._Best(values=incumbent, objective=f.model.value(incumbent))
     bound = best.objective + 100_000.0
-    _, _, kind = planner_mip._pick_neighbourhood(f, lp, lag, best, bound, {}, {}, 0, round_, False)
+    _, _, kind = planner_mip._pick_neighbourhood(f, lp, lag, best, bound, {}, {}, 0, round_, restricted)
     return kind
 
 
@@ -217,3 +219,13 @@ def test_a_focus_search_by_the_lagrangian_point_says_so() -> None:
     lag = Lagrangian(bound=0.0, parts=1, branched=1, closed=1, seconds=0.0, values=lp.copy())
     assert "(short of the Lagrangian point)" in pick(f, lp, incumbent, lag, 3)
     assert "Lagrangian" not in pick(f, lp, incumbent, lag, 1)
+
+
+def test_where_most_jobs_may_use_two_pools_the_focus_keeps_to_the_lp() -> None:
+    """The same as two tests above, on an epoch where most jobs may use at most two
+    pools: round 3 still makes room for ``a``, short of the LP, as before the
+    Lagrangian point guided focus searches."""
+    f, lp, incumbent = room_for_a()
+    lag = Lagrangian(bound=0.0, parts=1, branched=1, closed=1, seconds=0.0, values=incumbent.astype(float))
+    kind = pick(f, lp, incumbent, lag, 3, restricted=True)
+    assert kind.startswith("room for a in sub-pool") and "Lagrangian" not in kind
