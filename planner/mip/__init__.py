@@ -590,16 +590,26 @@ def _tighten(
 
 
 def _guide(
-    lp_values: npt.NDArray[np.float64], lag: Lagrangian | None, round_: int
+    lp_values: npt.NDArray[np.float64],
+    lag: Lagrangian | None,
+    round_: int,
+    focus: bool = False,
+    restricted: bool = False,
 ) -> npt.NDArray[np.float64]:
-    """The point search ``round_`` measures the incumbent against: the LP optimum, or in
-    every other pair (``round_ % 4`` of 2 or 3) the Lagrangian point, each project's
-    part at its integer optimum under the LP's prices where it was solved. The LP
-    spreads a project's work over fractions of many jobs; the solved projects' choices
-    are whole jobs (docs/formulation.md, fifteenth and sixteenth passes). Of such a
-    pair's second search only a focus search uses the point (:func:`_pick_neighbourhood`).
+    """The point search ``round_`` measures the incumbent against: the LP optimum, or
+    the Lagrangian point, each project's part at its integer optimum under the LP's
+    prices where it was solved. The LP spreads a project's work over fractions of many
+    jobs; the solved projects' choices are whole jobs (docs/formulation.md, fifteenth
+    and sixteenth passes).
+
+    Every other pair is guided by the Lagrangian point: its first search
+    (``round_ % 4 == 2``), and its second when that is a ``focus`` search, except where
+    most jobs may use at most two pools (``restricted``: there it lost, 33 seeds worse
+    and 16 better).
     """
-    if lag is not None and lag.closed and round_ % 4 in (2, 3):
+    if lag is None or not lag.closed:
+        return lp_values
+    if round_ % 4 == 2 or (round_ % 4 == 3 and focus and not restricted):
         return lag.values
     return lp_values
 
@@ -630,9 +640,7 @@ def _pick_neighbourhood(
     assert best.values is not None
     gap_q = max(bound - (best.objective or 0.0), 1.0)
     if round_ % 2 == 1:
-        # Where most jobs may use at most two pools, the focus keeps to the LP: against
-        # the Lagrangian point it lost there (33 seeds worse, 16 better; sixteenth pass).
-        target = lp_values if restricted else _guide(lp_values, lag, round_)
+        target = _guide(lp_values, lag, round_, focus=True, restricted=restricted)
         focus = _focus_neighbourhood(form, target, best.values, focused)
         if focus is not None and focus[3] >= FOCUS_SHARE * gap_q:
             sub, project, pool, short = focus
@@ -640,7 +648,7 @@ def _pick_neighbourhood(
             by = "" if target is lp_values else " (short of the Lagrangian point)"
             return sub, [], f"room for {project} in sub-pool {pool}{by}, {short / gap_q:.0%} of the gap"
     by_pool = restricted and round_ % 4 in (1, 2, 3)
-    guide = _guide(lp_values, lag, round_) if round_ % 2 == 0 else lp_values
+    guide = _guide(lp_values, lag, round_, restricted=restricted)
     sub, chosen = _next_neighbourhood(
         form, guide, best.values, size or NEXT_VARS, freed, round_, by_pool=by_pool
     )

@@ -178,17 +178,20 @@ def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
 
 
 def test_every_other_pair_is_guided_by_the_lagrangian_point() -> None:
-    """Rounds 2, 3, 6 and 7 (of 0-7: every other pair) measure the incumbent against
-    the Lagrangian point; the others, and every round when no project was solved,
-    against the LP optimum."""
+    """Rounds 2, 3, 6 and 7 (of 0-7: every other pair) measure a focus search against
+    the Lagrangian point, rounds 2 and 6 any other search and, where most jobs may use
+    at most two pools, a focus search too; the others, and every round when no project
+    was solved, against the LP optimum."""
     lp = np.array([0.5, 0.5])
     point = np.array([1.0, 0.0])
     solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=1, seconds=0.0, values=point)
-    guided = [r for r in range(8) if planner_mip._guide(lp, solved, r) is point]
+    guided = [r for r in range(8) if planner_mip._guide(lp, solved, r, focus=True) is point]
     assert guided == [2, 3, 6, 7]
+    assert [r for r in range(8) if planner_mip._guide(lp, solved, r) is point] == [2, 6]
+    assert [r for r in range(8) if planner_mip._guide(lp, solved, r, focus=True, restricted=True) is point] == [2, 6]
     none_solved = Lagrangian(bound=1.0, parts=2, branched=2, closed=0, seconds=0.0, values=point)
-    assert all(planner_mip._guide(lp, none_solved, r) is lp for r in range(8))
-    assert all(planner_mip._guide(lp, None, r) is lp for r in range(8))
+    assert all(planner_mip._guide(lp, none_solved, r, focus=True) is lp for r in range(8))
+    assert all(planner_mip._guide(lp, None, r, focus=True) is lp for r in range(8))
 
 
 def pick(
