@@ -52,7 +52,7 @@ from planner.mip.formulation import (
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
-from planner.mip.relax import Lagrangian, lagrangian_bound, solve_open_parts
+from planner.mip.relax import Lagrangian, lagrangian_bound, solve_open_parts, warm_parts
 
 #: A decomposed epoch has one part per this many start variables (estimated).
 PART_STARTS = 150_000
@@ -429,6 +429,10 @@ def _lp_guided(
     left = deadline - time.perf_counter()
     lag: Lagrangian | None = None
     if best.gap(bound) > rel_gap and left > 2 * MIN_SEARCH:
+        if lp.capabilities.integer_parts:
+            # Its parts are solved exactly at the end, in a process of their own that
+            # can be stopped at the deadline: it starts on the core this bound leaves idle.
+            warm_parts()
         lag = lagrangian_bound(
             form.model,
             form.coupling_rows(),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 #: Seconds a call may run past its own time limit before the child counts as hung.
@@ -41,7 +43,8 @@ class SolverDied(RuntimeError):
 
 
 class Unavailable(RuntimeError):
-    """No child process can be started here; run the call in this process."""
+    """No child process can be started here, or the call cannot be sent to one; run the
+    call in this process."""
 
 
 def serve(fd: int) -> None:
@@ -134,13 +137,21 @@ class Isolated:
             self._start()
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
-        """``fn(*args)`` in the child; raises :class:`SolverDied` or :class:`Unavailable`."""
+        """``fn(*args)`` in the child; raises :class:`SolverDied` or :class:`Unavailable`.
+
+        A request that cannot be pickled raises :class:`Unavailable` before anything is
+        sent, and the child stays up for the next call.
+        """
+        try:
+            request = bytes(ForkingPickler.dumps((fn, args)))
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:  # a local or unpicklable object
+            raise Unavailable(f"the call cannot be sent to the solver process: {exc}") from exc
         with self._lock:
             conn = self._start()
             try:
                 if self._pending:
                     self._await_start(conn)
-                conn.send((fn, args))
+                conn.send_bytes(request)
                 deadline = time.monotonic() + timeout + self.grace
                 if not conn.poll(max(deadline - time.monotonic(), 0.0)):
                     raise SolverDied(f"the solver process gave no answer within {timeout + self.grace:.0f}s")
@@ -175,6 +186,22 @@ class Isolated:
             self._unavailable = True
             raise Unavailable("the solver process did not start") from exc
         self._pending = False
+
+    def is_ready(self) -> bool:
+        """Whether the child runs and has answered its first request (never waits)."""
+        with self._lock:
+            if self._proc is None or self._conn is None or self._proc.poll() is not None:
+                return False
+            if self._pending:
+                try:
+                    if not self._conn.poll(0):
+                        return False
+                    self._conn.recv()
+                except (EOFError, OSError):
+                    self._stop()
+                    return False
+                self._pending = False
+            return True
 
     def kill(self) -> None:
         """Kill the child now, even while another thread waits in :meth:`call` (that call

@@ -3,6 +3,7 @@ the rows projects share, each project's own problem is branched; valid and tight
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -10,13 +11,13 @@ import numpy as np
 import pytest
 
 from models import Snapshot
-from planner.mip import plan_epoch
+from planner.mip import plan_epoch, relax
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import Capabilities, LpCapable, LpSession
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
-from planner.mip.relax import lagrangian_bound, lp_available, solve_open_parts
+from planner.mip.relax import lagrangian_bound, lp_available, solve_integer, solve_open_parts
 
 from .conftest import SnapBuilder
 
@@ -143,6 +144,63 @@ def test_open_parts_with_no_time_keep_their_bound() -> None:
     same = solve_open_parts(args[0], shallow, time.perf_counter(), lp)
     assert same.bound == pytest.approx(shallow.bound)
     assert len(same.open_parts) == 2
+
+
+def _hard_knapsack() -> LinearModel:
+    """60 items in six knapsacks of random weights, each half full: HiGHS proves no
+    optimum in 10 s (it runs to any time limit it is given)."""
+    rng = np.random.default_rng(3)
+    m = LinearModel()
+    xs = [m.add_var(f"x{i}", 0, 1) for i in range(60)]
+    w = rng.integers(1000, 2000, size=(6, 60))
+    for r in range(6):
+        m.add_constraint([(x, float(w[r, i])) for i, x in enumerate(xs)], "<=", float(w[r].sum() // 2))
+    for i, x in enumerate(xs):
+        m.add_objective(x, float(w[:, i].sum() + rng.integers(0, 100)))
+    return m
+
+
+def _parts_process_ready() -> None:
+    relax.warm_parts()
+    for _ in range(600):
+        if relax.PARTS_PROCESS.is_ready():
+            return
+        time.sleep(0.1)
+    pytest.fail("the parts process did not start in 60 s")
+
+
+def test_a_part_that_would_run_past_the_deadline_is_stopped_there() -> None:
+    """A part's MIP given 30 s by its own limit but due at the deadline 0.3 s away: its
+    process is stopped at the deadline, the part proves nothing (``None``: it keeps the
+    bound it had), and the next part is solved by a fresh process."""
+    lp = lp_backend()
+    assert lp is not None
+    _parts_process_ready()
+    first = relax.PARTS_PROCESS.call(os.getpid, (), 5.0)
+    hard = _hard_knapsack()
+    t0 = time.perf_counter()
+    assert relax._integer_part(lp, hard, hard.objective_vector(), 30.0, t0 + 0.3) is None
+    assert time.perf_counter() - t0 < 5.0
+    _parts_process_ready()
+    assert relax.PARTS_PROCESS.call(os.getpid, (), 5.0) != first
+    small = _infeasible_side()
+    answer = relax._integer_part(lp, small, small.objective_vector(), 5.0, time.perf_counter() + 5.0)
+    assert answer is not None and answer.exact
+    assert answer.bound == pytest.approx(3.0)
+
+
+def test_a_part_solved_in_the_parts_process_matches_one_solved_here() -> None:
+    """The same part, in the parts process and in this one: the same optimum."""
+    lp = lp_backend()
+    assert lp is not None
+    _parts_process_ready()
+    args, _ = _step_lp()
+    model = args[0]
+    there = relax._integer_part(lp, model, model.objective_vector(), 5.0, time.perf_counter() + 5.0)
+    here = solve_integer(lp, model, model.objective_vector(), 5.0)
+    assert there is not None and here is not None
+    assert there.exact and here.exact
+    assert there.bound == pytest.approx(here.bound)
 
 
 def _infeasible_side() -> LinearModel:

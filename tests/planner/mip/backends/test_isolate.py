@@ -160,3 +160,27 @@ def test_a_solve_counts_its_time_to_the_callers_deadline() -> None:
     assert cpsat.time_left(2.0, 101.5, now=100.0) == 1.5
     assert cpsat.time_left(2.0, 105.0, now=100.0) == 2.0
     assert cpsat.time_left(2.0, 99.0, now=100.0) == 0.0
+
+
+def test_is_ready_only_once_the_child_has_answered_its_first_request(child: Isolated) -> None:
+    """Before any start the child is not ready; once started, it becomes ready without
+    a call waiting for it."""
+    assert not child.is_ready()
+    child.warm()
+    for _ in range(600):
+        if child.is_ready():
+            break
+        time.sleep(0.1)
+    assert child.is_ready()
+
+
+def test_a_call_that_cannot_be_pickled_is_unavailable_and_the_child_stays(child: Isolated) -> None:
+    """A local function cannot be sent: Unavailable (run it here), the same child serves on."""
+    first = child.call(os.getpid, (), timeout=30.0)
+
+    def local() -> int:
+        return 1
+
+    with pytest.raises(Unavailable, match="cannot be sent"):
+        child.call(local, (), timeout=30.0)
+    assert child.call(os.getpid, (), timeout=30.0) == first
