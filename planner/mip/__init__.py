@@ -52,7 +52,7 @@ from planner.mip.formulation import (
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
-from planner.mip.relax import Lagrangian, lagrangian_bound, solve_open_parts, warm_parts
+from planner.mip.relax import Lagrangian, PartsBeside, lagrangian_bound, warm_parts
 
 #: A decomposed epoch has one part per this many start variables (estimated).
 PART_STARTS = 150_000
@@ -114,10 +114,6 @@ LAGRANGIAN_DEEPER = 40
 EARLIER_SLACK = 0.001
 #: Seconds one neighbourhood search may take at most.
 SEARCH_CAP = 2.0
-#: The time left after the last search, when at least this (seconds), solves the
-#: Lagrangian bound's open parts exactly (backends that declare ``integer_parts``):
-#: too short for a search, and idle before (docs/formulation.md, *Twelfth pass*).
-EXACT_PARTS_MIN = 0.1
 #: Job decisions freed by the second neighbourhood; later ones grow by half after a
 #: search that finished in under half its time, and shrink by a third otherwise.
 NEXT_VARS = 1500
@@ -428,6 +424,7 @@ def _lp_guided(
     # each project's own problem is branched (relax.lagrangian_bound).
     left = deadline - time.perf_counter()
     lag: Lagrangian | None = None
+    beside: PartsBeside | None = None
     if best.gap(bound) > rel_gap and left > 2 * MIN_SEARCH:
         if lp.capabilities.integer_parts:
             # Its parts are solved exactly at the end, in a process of their own that
@@ -448,6 +445,9 @@ def _lp_guided(
             f"solved) in {lag.seconds:.2f}s"
         )
         bound = min(bound, lag.bound)
+        if lp.capabilities.integer_parts and lag.open_parts:
+            # Its open parts are solved exactly from now on, beside the searches.
+            beside = PartsBeside(form.model, lag, deadline, lp)
         if lag.closed and best.gap(bound) > rel_gap:
             # Each solved project's choice under the LP's prices, rounded and placed.
             best.offer(form, epoch, previous, round_lp(form, lag.values, ROUNDINGS[0]), "Lagrangian rounding")
@@ -549,13 +549,14 @@ def _lp_guided(
         size = int(grown * 1.5) if spent < 0.5 * budget else max(int(grown / 1.5), 200)
         if time.perf_counter() + MIN_SEARCH > deadline:
             ended = f"neighbourhood search {round_}: {why}; time limit, gap {best.gap(bound):.2%} above the target {rel_gap:.2%}"
-    left = deadline - time.perf_counter()
-    if (lp.capabilities.integer_parts and lag is not None and lag.open_parts
-            and best.gap(bound) > rel_gap and left > EXACT_PARTS_MIN):
-        # Too little time for another search: what is left tightens the bound.
-        lag, bound, said = _tighten(form, lag, bound, deadline, lp)
-        note += said
-        ended += f"; then the Lagrangian parts solved exactly in the time left: gap {best.gap(bound):.2%}"
+    if beside is not None:
+        if best.gap(bound) > rel_gap:
+            # Too little time for another search: what is left tightens the bound.
+            lag, bound, said = _tighten(beside, bound, deadline)
+            note += said
+            ended += f"; then the Lagrangian parts solved exactly in the time left: gap {best.gap(bound):.2%}"
+        else:
+            beside.stop()
     if searches:
         note += f"; searches by {solver.name}: " + "; ".join(searches)
     if best.values is None or best.objective is None:
@@ -577,18 +578,17 @@ def _lp_guided(
     )
 
 
-def _tighten(
-    form: Formulation, lag: Lagrangian, bound: float, deadline: float, lp: LpCapable
-) -> tuple[Lagrangian, float, str]:
-    """The Lagrangian bound with its open parts solved exactly until ``deadline``
-    (:func:`~planner.mip.relax.solve_open_parts`), the bound, and a note for the message."""
-    t0 = time.perf_counter()
-    before = len(lag.open_parts)
-    lag = solve_open_parts(form.model, lag, deadline, lp)
+def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[Lagrangian, float, str]:
+    """The Lagrangian bound with the open parts :class:`~planner.mip.relax.PartsBeside`
+    solved exactly by ``deadline`` (beside the searches, then in the time left), the
+    bound, and a note for the message."""
+    lag = beside.result(deadline)
+    before = len(beside.given.open_parts)
     tighter = min(bound, lag.bound)
     said = (
         f"; {before - len(lag.open_parts)} of {before} open Lagrangian parts solved exactly "
-        f"in {time.perf_counter() - t0:.2f}s, the bound {(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
+        f"in {time.perf_counter() - beside.started:.2f}s beside the searches, the bound "
+        f"{(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
     )
     return lag, tighter, said
 

@@ -10,9 +10,11 @@ solved by whichever registered backend declares ``lp_relaxation``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -33,9 +35,15 @@ PARTS_GRACE = 0.02
 
 
 def import_highs() -> bool:
-    """The parts process's first task: load HiGHS and this module before it is needed."""
+    """The parts process's first task: load HiGHS and this module before it is needed,
+    and give way to every other process: it solves parts beside the searches
+    (:class:`PartsBeside`), on what CPU they leave."""
+    import os
+
     import highspy  # noqa: F401
 
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(19)
     return True
 
 
@@ -228,7 +236,9 @@ def lagrangian_bound(
     )
 
 
-def solve_open_parts(model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> Lagrangian:
+def solve_open_parts(
+    model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable, beside: threading.Event | None = None
+) -> Lagrangian:
     """``lag`` with the parts it left open solved as integers by ``lp``'s own MIP (a
     backend that declares ``integer_parts``), smallest first, each for at most
     :data:`PART_MIP_CAP`, until ``deadline``: a tighter bound, valid whenever it stops
@@ -237,19 +247,63 @@ def solve_open_parts(model: LinearModel, lag: Lagrangian, deadline: float, lp: L
     On the benchmark's families this takes 0.02-0.19 points more off the bound in 2 s
     than the branching leaves (docs/formulation.md, *Twelfth pass*); the planner gives
     it the time left after its last search, too short for another.
+
+    With ``beside`` (an event that stops it between parts), every part is solved in
+    :data:`PARTS_PROCESS`, waiting for it to start, never in this process
+    (:class:`PartsBeside`).
     """
     t0 = time.perf_counter()
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)
     point = lag.values.copy()
     parts = sorted(lag.open_parts, key=lambda part: len(part.idx))
-    fall, more, still = _close_parts(model, lower, upper, parts, point, 0, deadline, lp, exact_mip=True)
+    fall, more, still = _close_parts(model, lower, upper, parts, point, 0, deadline, lp, exact_mip=True, beside=beside)
     total = lag.bound - lag.slack + fall
     slack = 1e-7 * abs(total)
     return dataclasses.replace(
         lag, bound=total + slack, closed=lag.closed + more, values=point, open_parts=tuple(still),
         slack=slack, seconds=lag.seconds + time.perf_counter() - t0,
     )
+
+
+class PartsBeside:
+    """:func:`solve_open_parts` in a thread of this process, its parts' MIPs in
+    :data:`PARTS_PROCESS` (which gives way to every other process), from the Lagrangian
+    bound to ``deadline``: the parts are solved on the CPU the neighbourhood searches
+    leave, while the planner places their answers, instead of only in the time after
+    the last search. The searches do not see it (the point they are guided by stays
+    the bound's); :meth:`result` gives its bound at the end.
+    """
+
+    def __init__(self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> None:
+        self.given = lag
+        self.started = time.perf_counter()
+        self._stop = threading.Event()
+        self._out: Lagrangian | None = None
+        self._thread = threading.Thread(target=self._run, args=(model, lag, deadline, lp), daemon=True)
+        self._thread.start()
+
+    def _run(self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> None:
+        with contextlib.suppress(Exception):  # a part that fails keeps the bound it had
+            self._out = solve_open_parts(model, lag, deadline, lp, beside=self._stop)
+
+    def result(self, deadline: float) -> Lagrangian:
+        """The bound with the parts solved by ``deadline`` (waiting for them until then):
+        the given one when none was."""
+        self._thread.join(max(deadline - time.perf_counter(), 0.0) + PARTS_GRACE + 0.05)
+        if self._thread.is_alive():
+            self.stop()
+            return self.given
+        return self._out or self.given
+
+    def stop(self) -> None:
+        """Stop now: no further part, and the one being solved is given up (its process
+        killed, a fresh one started for the next epoch)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            PARTS_PROCESS.kill()
+            self._thread.join(1.0)
+            warm_parts()
 
 
 def _close_parts(
@@ -262,6 +316,7 @@ def _close_parts(
     deadline: float,
     lp: LpCapable,
     exact_mip: bool,
+    beside: threading.Event | None = None,
 ) -> tuple[float, int, list[OpenPart]]:
     """Branch ``parts`` again (``nodes`` branchings each), or solve them by the solver's
     MIP (``exact_mip``), in order until ``deadline`` (``lower`` and ``upper``: the whole
@@ -271,12 +326,12 @@ def _close_parts(
     closed = 0
     still: list[OpenPart] = []
     for k, part in enumerate(parts):
-        if time.perf_counter() >= deadline:
+        if time.perf_counter() >= deadline or (beside is not None and beside.is_set()):
             still += parts[k:]
             break
         best = _branch_part(
             model, part.idx, list(part.rows), part.cost, lower[part.idx], upper[part.idx], nodes, deadline, lp,
-            exact_mip,
+            exact_mip, beside is not None,
         )
         if best is None:
             still.append(part)
@@ -300,11 +355,24 @@ def solve_integer(
 
 
 def _integer_part(
-    lp: LpCapable, model: LinearModel, objective: npt.NDArray[np.float64], time_limit: float, deadline: float
+    lp: LpCapable,
+    model: LinearModel,
+    objective: npt.NDArray[np.float64],
+    time_limit: float,
+    deadline: float,
+    only_process: bool = False,
 ) -> IntegerAnswer | None:
     """:func:`solve_integer` in :data:`PARTS_PROCESS`, stopped at ``deadline`` (``None``
     then: the part keeps the bound it had); in this process when that one is not ready
-    (not started, still importing, none can start) or ``lp`` cannot be sent there."""
+    (not started, still importing, none can start) or ``lp`` cannot be sent there.
+    With ``only_process``, never here: it waits for the process to be ready, and
+    ``None`` when it is not by the deadline or cannot take the part."""
+    if only_process:
+        while not PARTS_PROCESS.is_ready():
+            if time.perf_counter() + 0.05 >= deadline or PARTS_PROCESS.unavailable:
+                return None
+            PARTS_PROCESS.warm()
+            time.sleep(0.05)
     if PARTS_PROCESS.is_ready():
         try:
             answer: IntegerAnswer | None = PARTS_PROCESS.call(
@@ -315,7 +383,8 @@ def _integer_part(
             warm_parts()  # stopped at the deadline: a fresh one for the next epoch
             return None
         except Unavailable:
-            pass
+            if only_process:
+                return None
     return solve_integer(lp, model, objective, time_limit)
 
 
@@ -330,6 +399,7 @@ def _branch_part(
     deadline: float,
     lp: LpCapable,
     exact_mip: bool = False,
+    only_process: bool = False,
 ) -> tuple[float, bool, npt.NDArray[np.float64]] | None:
     """Best-first branching on one part's LP: a bound of its maximum, whether it is
     exact, and the values of the last node taken (its optimum when exact). With
@@ -353,7 +423,8 @@ def _branch_part(
     if exact_mip:
         # The solver's own MIP: on the benchmark's parts it proves in hundredths of a
         # second what the branching below leaves open after its nodes (docs/formulation.md).
-        answer = _integer_part(lp, sub, cost, min(max(deadline - time.perf_counter(), 0.01), PART_MIP_CAP), deadline)
+        limit = min(max(deadline - time.perf_counter(), 0.01), PART_MIP_CAP)
+        answer = _integer_part(lp, sub, cost, limit, deadline, only_process)
         if answer is None:
             return None
         point = answer.values if answer.values is not None else np.asarray(sub.lower, dtype=np.float64)

@@ -187,6 +187,11 @@ class Isolated:
             raise Unavailable("the solver process did not start") from exc
         self._pending = False
 
+    @property
+    def unavailable(self) -> bool:
+        """Whether no child can be started here (calls then raise :class:`Unavailable`)."""
+        return self._unavailable
+
     def is_ready(self) -> bool:
         """Whether the child runs and has answered its first request (never waits)."""
         with self._lock:
