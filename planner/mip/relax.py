@@ -297,13 +297,11 @@ class PartsBeside:
         return self._out or self.given
 
     def stop(self) -> None:
-        """Stop now: no further part, and the one being solved is given up (its process
-        killed, a fresh one started for the next epoch)."""
+        """Take no further part. The one being solved ends within its own limit (at most
+        :data:`PART_MIP_CAP`, its process killed at the deadline), on a core the next
+        epoch's work comes first on; killing it now would cost the next epoch a fresh
+        process."""
         self._stop.set()
-        if self._thread.is_alive():
-            PARTS_PROCESS.kill()
-            self._thread.join(1.0)
-            warm_parts()
 
 
 def _close_parts(

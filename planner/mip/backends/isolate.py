@@ -132,9 +132,15 @@ class Isolated:
         self._pending = False
 
     def warm(self) -> None:
-        """Start the child, without waiting for it to be ready."""
-        with self._lock, contextlib.suppress(Unavailable, OSError):
-            self._start()
+        """Start the child, without waiting for it to be ready (nor for a call another
+        thread has in flight: the child is started then)."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            with contextlib.suppress(Unavailable, OSError):
+                self._start()
+        finally:
+            self._lock.release()
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
         """``fn(*args)`` in the child; raises :class:`SolverDied` or :class:`Unavailable`.
@@ -193,8 +199,11 @@ class Isolated:
         return self._unavailable
 
     def is_ready(self) -> bool:
-        """Whether the child runs and has answered its first request (never waits)."""
-        with self._lock:
+        """Whether the child runs, has answered its first request and has no call of
+        another thread in flight (never waits)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
             if self._proc is None or self._conn is None or self._proc.poll() is not None:
                 return False
             if self._pending:
@@ -207,6 +216,8 @@ class Isolated:
                     return False
                 self._pending = False
             return True
+        finally:
+            self._lock.release()
 
     def kill(self) -> None:
         """Kill the child now, even while another thread waits in :meth:`call` (that call

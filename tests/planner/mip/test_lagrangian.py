@@ -203,6 +203,33 @@ def test_a_part_solved_in_the_parts_process_matches_one_solved_here() -> None:
     assert there.bound == pytest.approx(here.bound)
 
 
+def test_parts_beside_close_the_open_parts_by_the_deadline() -> None:
+    """The step instance's two open parts, solved beside (in the parts process, from a
+    thread): both close, at the full branching's bound, 218,670."""
+    args, lp = _step_lp()
+    shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
+    beside = relax.PartsBeside(args[0], shallow, time.perf_counter() + 30.0, lp)
+    exact = beside.result(time.perf_counter() + 30.0)
+    assert (exact.closed, exact.open_parts) == (2, ())
+    assert exact.bound == pytest.approx(218_670, abs=1.0)
+
+
+def test_stopped_parts_beside_keep_the_bound_they_were_given() -> None:
+    """Stopped as it starts on a part HiGHS cannot close (a 30 s deadline, each part
+    at most 0.25 s): the result, asked for at once, is the bound it was given."""
+    lp = lp_backend()
+    assert lp is not None
+    _parts_process_ready()
+    hard = _hard_knapsack()
+    values = np.zeros(hard.num_vars)
+    part = relax.OpenPart(np.arange(hard.num_vars), tuple(range(len(hard.constraints))),
+                          hard.objective_vector(), 1e9)
+    given = relax.Lagrangian(1e9, 1, 1, 0, 0.0, values, (part,))
+    beside = relax.PartsBeside(hard, given, time.perf_counter() + 30.0, lp)
+    beside.stop()
+    assert beside.result(time.perf_counter()).bound == 1e9
+
+
 def _infeasible_side() -> LinearModel:
     """max 3x + 2y over integers 0..1 with 2x + 2y <= 3 and 2x - 2y >= 1: the LP stops
     at x = 1, y = 0.5 (4); y >= 1 leaves no point at all (x would need 1.5), y <= 0 gives
