@@ -362,7 +362,10 @@ def _lp_guided(
     a proven bound. Its roundings (:data:`ROUNDINGS`, :func:`round_lp`), placed and
     gap-filled, are incumbents; the best is kept. With a share of the time left, the
     Lagrangian bound (:func:`~planner.mip.relax.lagrangian_bound`) tightens the bound,
-    and its projects' integer choices, rounded, are one more incumbent. Then, while the
+    and its projects' integer choices, rounded, are one more incumbent; the parts it left
+    open are solved exactly from then on, beside the searches, in a process that gives
+    way to them (:class:`~planner.mip.relax.PartsBeside`), and tighten the bound at the
+    end. Then, while the
     incumbent is not within ``rel_gap`` of the bound and time is left, ``solver``
     searches neighbourhoods of it: the job classes and running jobs where the LP optimum
     and the incumbent disagree most, counting their projects' utility at stake
@@ -551,10 +554,14 @@ def _lp_guided(
             ended = f"neighbourhood search {round_}: {why}; time limit, gap {best.gap(bound):.2%} above the target {rel_gap:.2%}"
     if beside is not None:
         if best.gap(bound) > rel_gap:
-            # Too little time for another search: what is left tightens the bound.
+            # Too little time for another search: the open parts solved beside the
+            # searches, and in what is left, tighten the bound.
             lag, bound, said = _tighten(beside, bound, deadline)
             note += said
-            ended += f"; then the Lagrangian parts solved exactly in the time left: gap {best.gap(bound):.2%}"
+            ended += (
+                f"; then the Lagrangian parts solved exactly beside the searches and in the time left: "
+                f"gap {best.gap(bound):.2%}"
+            )
         else:
             beside.stop()
     if searches:

@@ -74,16 +74,17 @@ def test_a_dead_search_keeps_the_rounded_plan() -> None:
 def test_the_time_after_the_last_search_solves_the_open_lagrangian_parts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Searches that find nothing run until less than a search's second is left; that
-    time then solves the parts the Lagrangian bound left open (with no deeper branching,
-    two of seed 2's eight, offline), and the message says so. The plan stays valid."""
+    """Searches that find nothing run until less than a search's second is left; the
+    parts the Lagrangian bound left open are solved beside them and in that time (with
+    no deeper branching, two of seed 2's eight, offline), and the message says so. The
+    plan stays valid."""
     import planner.mip as mip
 
     monkeypatch.setattr(mip, "LAGRANGIAN_DEEPER", 0)
     snapshot = medium_snapshot(2)
     plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
     assert "open Lagrangian parts solved exactly" in plan.solver.message
-    assert "then the Lagrangian parts solved exactly in the time left" in plan.solver.message
+    assert "then the Lagrangian parts solved exactly beside the searches and in the time left" in plan.solver.message
     check_plan(snapshot, plan)
 
 
