@@ -430,8 +430,9 @@ def _lp_guided(
     beside: PartsBeside | None = None
     if best.gap(bound) > rel_gap and left > 2 * MIN_SEARCH:
         if lp.capabilities.integer_parts:
-            # Its parts are solved exactly at the end, in a process of their own that
-            # can be stopped at the deadline: it starts on the core this bound leaves idle.
+            # Its open parts are solved exactly beside the searches, in a process of
+            # their own that gives way to them and is stopped at the deadline: it
+            # starts on the core this bound leaves idle.
             warm_parts()
         lag = lagrangian_bound(
             form.model,

@@ -314,9 +314,9 @@ class PartsBeside:
         return self._out or self.given
 
     def stop(self) -> None:
-        """Take no further part. The one being solved ends within its own limit (at most
-        :data:`PART_MIP_CAP`, its process killed at the deadline), on a core the next
-        epoch's work comes first on; killing it now would cost the next epoch a fresh
+        """Take no further part. The one being solved ends within its own limit, by
+        the deadline at the latest (its process is killed then), at a priority below
+        the next epoch's work; killing it now would cost the next epoch a fresh
         process."""
         self._stop.set()
 
