@@ -29,13 +29,6 @@ from planner.mip.model import Constraint, LinearModel
 #: The longest one part's MIP may take in the Lagrangian bound (seconds): a part the
 #: solver cannot close in this keeps the bound it proved, and the time goes to the next.
 PART_MIP_CAP = 0.25
-#: Beside the searches, the parts still open after a sweep are tried again, smallest
-#: first, each with this many times the last sweep's limit: the sweep at 0.25 s ends
-#: well before the deadline on most of the benchmark's epochs, and a part HiGHS does
-#: not close in 0.25 s takes 1-3 s (docs/formulation.md, *Twelfth pass*).
-RETRY_GROWTH = 4.0
-#: At most this many sweeps after the first (the last at 16 s a part).
-RETRIES = 3
 #: Seconds a part's MIP may answer after the planner's deadline before its process is
 #: stopped (:data:`PARTS_PROCESS`).
 PARTS_GRACE = 0.02
@@ -257,24 +250,14 @@ def solve_open_parts(
 
     With ``beside`` (an event that stops it between parts), every part is solved in
     :data:`PARTS_PROCESS`, waiting for it to start, never in this process
-    (:class:`PartsBeside`), and the parts a sweep leaves open are tried again while time
-    is left, each for :data:`RETRY_GROWTH` times as long.
+    (:class:`PartsBeside`).
     """
     t0 = time.perf_counter()
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)
     point = lag.values.copy()
     parts = sorted(lag.open_parts, key=lambda part: len(part.idx))
-    cap = PART_MIP_CAP
-    fall, more, still = _close_parts(model, lower, upper, parts, point, 0, deadline, lp, True, beside, cap)
-    for _ in range(RETRIES if beside is not None else 0):
-        if not still or (beside is not None and beside.is_set()) or time.perf_counter() >= deadline:
-            break
-        cap *= RETRY_GROWTH
-        again = sorted(still, key=lambda part: len(part.idx))
-        less, closed, still = _close_parts(model, lower, upper, again, point, 0, deadline, lp, True, beside, cap)
-        fall += less
-        more += closed
+    fall, more, still = _close_parts(model, lower, upper, parts, point, 0, deadline, lp, exact_mip=True, beside=beside)
     total = lag.bound - lag.slack + fall
     slack = 1e-7 * abs(total)
     return dataclasses.replace(
@@ -332,7 +315,6 @@ def _close_parts(
     lp: LpCapable,
     exact_mip: bool,
     beside: threading.Event | None = None,
-    cap: float = PART_MIP_CAP,
 ) -> tuple[float, int, list[OpenPart]]:
     """Branch ``parts`` again (``nodes`` branchings each), or solve them by the solver's
     MIP (``exact_mip``), in order until ``deadline`` (``lower`` and ``upper``: the whole
@@ -347,7 +329,7 @@ def _close_parts(
             break
         best = _branch_part(
             model, part.idx, list(part.rows), part.cost, lower[part.idx], upper[part.idx], nodes, deadline, lp,
-            exact_mip, beside is not None, cap,
+            exact_mip, beside is not None,
         )
         if best is None:
             still.append(part)
@@ -416,12 +398,11 @@ def _branch_part(
     lp: LpCapable,
     exact_mip: bool = False,
     only_process: bool = False,
-    cap: float = PART_MIP_CAP,
 ) -> tuple[float, bool, npt.NDArray[np.float64]] | None:
     """Best-first branching on one part's LP: a bound of its maximum, whether it is
     exact, and the values of the last node taken (its optimum when exact). With
     ``exact_mip`` (backends that declare ``integer_parts``) the solver's own MIP instead,
-    for at most ``cap`` seconds.
+    for at most :data:`PART_MIP_CAP`.
 
     ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
     """
@@ -440,7 +421,7 @@ def _branch_part(
     if exact_mip:
         # The solver's own MIP: on the benchmark's parts it proves in hundredths of a
         # second what the branching below leaves open after its nodes (docs/formulation.md).
-        limit = min(max(deadline - time.perf_counter(), 0.01), cap)
+        limit = min(max(deadline - time.perf_counter(), 0.01), PART_MIP_CAP)
         answer = _integer_part(lp, sub, cost, limit, deadline, only_process)
         if answer is None:
             return None

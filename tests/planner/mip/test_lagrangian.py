@@ -13,7 +13,7 @@ import pytest
 from models import Snapshot
 from planner.mip import plan_epoch, relax
 from planner.mip.backends import lp_backend
-from planner.mip.backends.base import Capabilities, IntegerAnswer, LpCapable, LpSession
+from planner.mip.backends.base import Capabilities, LpCapable, LpSession
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
@@ -212,25 +212,6 @@ def test_parts_beside_close_the_open_parts_by_the_deadline() -> None:
     exact = beside.result(time.perf_counter() + 30.0)
     assert (exact.closed, exact.open_parts) == (2, ())
     assert exact.bound == pytest.approx(218_670, abs=1.0)
-
-
-def test_parts_beside_try_the_open_ones_again_for_longer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Beside the searches, parts no sweep closes are tried again, each time for four
-    times as long (0.25, 1, 4 and 16 s with a far deadline), and keep their bound."""
-    args, lp = _step_lp()
-    shallow = lagrangian_bound(*args, time.perf_counter() + 5.0, lp, nodes=-1)
-    limits: list[float] = []
-
-    def never_closes(lp: Any, model: Any, objective: Any, time_limit: float, deadline: float,
-                     only_process: bool = False) -> IntegerAnswer:
-        limits.append(time_limit)
-        return IntegerAnswer(float("inf"), False, None)
-
-    monkeypatch.setattr(relax, "_integer_part", never_closes)
-    out = relax.PartsBeside(args[0], shallow, time.perf_counter() + 100.0, lp).result(time.perf_counter() + 30.0)
-    assert limits == pytest.approx([0.25, 0.25, 1.0, 1.0, 4.0, 4.0, 16.0, 16.0])
-    assert out.bound == pytest.approx(shallow.bound)
-    assert len(out.open_parts) == 2
 
 
 def test_stopped_parts_beside_keep_the_bound_they_were_given() -> None:
