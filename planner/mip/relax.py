@@ -365,13 +365,14 @@ def _integer_part(
     (not started, still importing, none can start) or ``lp`` cannot be sent there.
     With ``only_process``, never here: it waits for the process to be ready, and
     ``None`` when it is not by the deadline or cannot take the part."""
-    if only_process:
-        while not PARTS_PROCESS.is_ready():
-            if time.perf_counter() + 0.05 >= deadline or PARTS_PROCESS.unavailable:
-                return None
-            PARTS_PROCESS.warm()
-            time.sleep(0.05)
-    if PARTS_PROCESS.is_ready():
+    ready = PARTS_PROCESS.is_ready()
+    while only_process and not ready:
+        if time.perf_counter() + 0.05 >= deadline or PARTS_PROCESS.unavailable:
+            return None
+        PARTS_PROCESS.warm()
+        time.sleep(0.05)
+        ready = PARTS_PROCESS.is_ready()
+    if ready:
         try:
             answer: IntegerAnswer | None = PARTS_PROCESS.call(
                 solve_integer, (lp, model, objective, time_limit), max(deadline - time.perf_counter(), 0.0)
@@ -381,9 +382,8 @@ def _integer_part(
             warm_parts()  # stopped at the deadline: a fresh one for the next epoch
             return None
         except Unavailable:
-            if only_process:
-                return None
-    return solve_integer(lp, model, objective, time_limit)
+            pass
+    return None if only_process else solve_integer(lp, model, objective, time_limit)
 
 
 def _branch_part(
