@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from planner.mip import relax
     from planner.mip.backends import lp_backend
+    from planner.mip.backends.isolate import STARTUP
     from planner.mip.epoch import build_epoch
     from planner.mip.formulation import apply
 
@@ -60,11 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     if lp is None or not lp.capabilities.integer_parts:
         print("exact_parts: no LP backend that solves integer parts is installed", file=sys.stderr)
         return 2
-
-    def ready() -> None:
-        relax.warm_parts()
-        while not relax.PARTS_PROCESS.is_ready():
-            time.sleep(0.05)
 
     print(f"{'epoch':>18} {'way':>8} {'parts':>5} {'closed':>6} {'seconds':>7} {'past med':>8} {'past max':>8}")
     for name, seed in epochs:
@@ -86,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
             for k, part in enumerate(parts):
                 print(f"  {way}: part {k + 1} of {len(parts)}", file=sys.stderr, flush=True)
                 if way == "process":
-                    ready()  # a part stopped at its deadline leaves a fresh process starting
+                    # A part stopped at its deadline leaves a fresh process starting.
+                    if not relax.PARTS_PROCESS.wait_ready(STARTUP):
+                        print(f"exact_parts: the parts process did not start in {STARTUP:.0f} s", file=sys.stderr)
+                        return 2
                 else:
                     relax.PARTS_PROCESS.close()  # no parts process: solved here, as before it
                 one = dataclasses.replace(lag, open_parts=(part,))

@@ -365,12 +365,9 @@ def _integer_part(
     (not started, still importing, none can start) or ``lp`` cannot be sent there.
     With ``only_process``, never here: it waits for the process to be ready, and
     ``None`` when it is not by the deadline or cannot take the part."""
-    ready = PARTS_PROCESS.is_ready()
-    while only_process and not ready:
-        if time.perf_counter() + 0.05 >= deadline or PARTS_PROCESS.unavailable:
-            return None
-        PARTS_PROCESS.warm()
-        time.sleep(0.05)
+    if only_process:
+        ready = PARTS_PROCESS.wait_ready(deadline - time.perf_counter())
+    else:
         ready = PARTS_PROCESS.is_ready()
     if ready:
         try:

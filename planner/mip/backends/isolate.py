@@ -193,31 +193,41 @@ class Isolated:
             raise Unavailable("the solver process did not start") from exc
         self._pending = False
 
-    @property
-    def unavailable(self) -> bool:
-        """Whether no child can be started here (calls then raise :class:`Unavailable`)."""
-        return self._unavailable
-
     def is_ready(self) -> bool:
         """Whether the child runs, has answered its first request and has no call of
         another thread in flight (never waits)."""
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            if self._proc is None or self._conn is None or self._proc.poll() is not None:
+            if self._proc is None or self._conn is None:
                 return False
             if self._pending:
                 try:
                     if not self._conn.poll(0):
-                        return False
+                        if self._proc.poll() is None:
+                            return False  # still starting
+                        raise EOFError
                     self._conn.recv()
                 except (EOFError, OSError):
+                    # Dead before its first answer: it cannot start here (as _await_start).
                     self._stop()
+                    self._unavailable = True
                     return False
                 self._pending = False
-            return True
+            return self._proc.poll() is None
         finally:
             self._lock.release()
+
+    def wait_ready(self, timeout: float, poll: float = 0.05) -> bool:
+        """Start the child if need be and wait until :meth:`is_ready`, at most
+        ``timeout`` seconds: whether it is (at once ``False`` where none can start)."""
+        end = time.monotonic() + timeout
+        while not self.is_ready():
+            if self._unavailable or time.monotonic() + poll >= end:
+                return False
+            self.warm()
+            time.sleep(poll)
+        return True
 
     def kill(self) -> None:
         """Kill the child now, even while another thread waits in :meth:`call` (that call

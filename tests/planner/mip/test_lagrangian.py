@@ -161,12 +161,8 @@ def _hard_knapsack() -> LinearModel:
 
 
 def _parts_process_ready() -> None:
-    relax.warm_parts()
-    for _ in range(600):
-        if relax.PARTS_PROCESS.is_ready():
-            return
-        time.sleep(0.1)
-    pytest.fail("the parts process did not start in 60 s")
+    if not relax.PARTS_PROCESS.wait_ready(60.0):
+        pytest.fail("the parts process did not start in 60 s")
 
 
 def test_a_part_that_would_run_past_the_deadline_is_stopped_there() -> None:

@@ -184,3 +184,22 @@ def test_a_call_that_cannot_be_pickled_is_unavailable_and_the_child_stays(child:
     with pytest.raises(Unavailable, match="cannot be sent"):
         child.call(local, (), timeout=30.0)
     assert child.call(os.getpid, (), timeout=30.0) == first
+
+
+def test_wait_ready_starts_the_child_and_waits_for_it(child: Isolated) -> None:
+    """From no child at all, wait_ready starts one and returns once it is ready."""
+    assert not child.is_ready()
+    assert child.wait_ready(60.0)
+    assert child.is_ready()
+
+
+def test_wait_ready_gives_up_on_a_child_that_cannot_start() -> None:
+    """A child whose first task kills it: wait_ready returns False without spending its
+    timeout restarting it, and calls are Unavailable (run here) from then on."""
+    proc = Isolated(startup=os.abort)
+    t0 = time.monotonic()
+    assert not proc.wait_ready(30.0)
+    assert time.monotonic() - t0 < 15.0
+    with pytest.raises(Unavailable):
+        proc.call(os.getpid, (), timeout=30.0)
+    proc.close()
