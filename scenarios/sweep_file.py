@@ -27,7 +27,14 @@ from models.base import Count
 from models.limits import MAX_DAYS, MAX_SEED
 from scenarios.errors import ScenarioError, from_validation_error
 from scenarios.load import bundled_scenarios, parse_yaml_mapping, read_text
-from scenarios.sweep import SchedulerUnreachable, SweepBase, SweepError, SweepReport, run_sweep
+from scenarios.sweep import (
+    SchedulerUnreachable,
+    SweepBase,
+    SweepConfig,
+    SweepError,
+    SweepReport,
+    run_sweep,
+)
 
 
 class SweepSpec(BaseModel):
@@ -193,16 +200,18 @@ class SweepFile:
             raise ScenarioError(self.path, f"base: {exc}") from None
         try:
             return run_sweep(
-                base,
-                self.spec.grid,
-                self.spec.policies,
-                self.spec.seeds,
-                days=self.spec.days,
-                options=self.spec.options,
-                out=self.out_dir(out),
-                workers=workers,
-                scheduler=scheduler,
-                progress=progress,
+                SweepConfig(
+                    base=base,
+                    grid=self.spec.grid,
+                    policies=self.spec.policies,
+                    seeds=self.spec.seeds,
+                    days=self.spec.days,
+                    options=self.spec.options,
+                    out=self.out_dir(out),
+                    workers=workers,
+                    scheduler=scheduler,
+                    progress=progress,
+                )
             )
         except SchedulerUnreachable:
             raise  # about the --scheduler address, not this file

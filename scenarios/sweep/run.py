@@ -155,31 +155,18 @@ def sweep(
         days=days, options=options, out=out, workers=workers, scheduler=scheduler,
         client=client, progress=progress, runner=runner,
     )
-    return run_sweep(_config(base, grid, policies, seeds, given)).frame
+    return _run(_config(base, grid, policies, seeds, given)).frame
 
 
-def run_sweep(
-    base: SweepConfig | Scenario | str | Path | SweepBase,
-    grid: Mapping[str, Sequence[Any]] | None = None,
-    policies: Sequence[str] = ("fairshare",),
-    seeds: Sequence[int] | None = None,
-    *,
-    days: float | None = None,
-    options: Mapping[str, Any] | None = None,
-    out: str | Path | None = None,
-    workers: int = 0,
-    scheduler: str | None = None,
-    client: Client | None = None,
-    progress: bool = False,
-    runner: Runner | None = None,
-) -> SweepReport:
-    """:func:`sweep`, also returning how many points were skipped and failed (and,
-    with ``SweepConfig(keep=True)``, each point's whole result)."""
-    given = dict(
-        days=days, options=options, out=out, workers=workers, scheduler=scheduler,
-        client=client, progress=progress, runner=runner,
-    )
-    spec = _config(base, grid, policies, seeds, given)
+def run_sweep(spec: SweepConfig) -> SweepReport:
+    """:func:`sweep` of one :class:`SweepConfig`, also returning how many points were
+    skipped and failed (and, with ``SweepConfig(keep=True)``, each point's whole
+    result). The argument form is :func:`sweep`'s alone."""
+    if not isinstance(spec, SweepConfig):
+        raise TypeError(
+            f"run_sweep takes a SweepConfig, not {type(spec).__name__}; "
+            "sweep() takes the arguments one by one"
+        )
     return _run(spec)
 
 

@@ -580,7 +580,13 @@ def test_a_spec_object_runs_like_the_arguments() -> None:
 def test_a_spec_object_comes_alone() -> None:
     """A SweepConfig with other arguments besides is refused rather than half used."""
     with pytest.raises(TypeError, match="SweepConfig alone"):
-        run_sweep(SweepConfig(base="tiny"), days=1.0)
+        sweep(SweepConfig(base="tiny"), days=1.0)
+
+
+def test_run_sweep_takes_the_spec_object_only() -> None:
+    """The argument form is sweep()'s alone: run_sweep given a scenario says so."""
+    with pytest.raises(TypeError, match="run_sweep takes a SweepConfig, not str"):
+        run_sweep("tiny")  # type: ignore[arg-type]
 
 
 def test_kept_results_and_hours_reach_the_caller() -> None:
