@@ -557,7 +557,7 @@ def _lp_guided(
         if best.gap(bound) > rel_gap:
             # Too little time for another search: the open parts solved beside the
             # searches, and in what is left, tighten the bound.
-            lag, bound, said = _tighten(beside, bound, deadline)
+            bound, said = _tighten(beside, bound, deadline)
             note += said
             ended += (
                 f"; then the Lagrangian parts solved exactly beside the searches and in the time left: "
@@ -586,10 +586,10 @@ def _lp_guided(
     )
 
 
-def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[Lagrangian, float, str]:
-    """The Lagrangian bound with the open parts :class:`~planner.mip.relax.PartsBeside`
-    solved exactly by ``deadline`` (beside the searches, then in the time left), the
-    bound, and a note for the message."""
+def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[float, str]:
+    """The bound with the open parts :class:`~planner.mip.relax.PartsBeside` solved
+    exactly by ``deadline`` (beside the searches, then in the time left), and a note
+    for the message."""
     lag = beside.result(deadline)
     before = len(beside.given.open_parts)
     tighter = min(bound, lag.bound)
@@ -598,7 +598,7 @@ def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[Lagran
         f"in {time.perf_counter() - beside.started:.2f}s beside the searches, the bound "
         f"{(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
     )
-    return lag, tighter, said
+    return tighter, said
 
 
 def _guide(
