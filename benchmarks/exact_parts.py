@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from families import NAMES, family_snapshot
 
-    from planner.mip import relax
+    from planner.mip import LAGRANGIAN_DEEPER, relax
     from planner.mip.backends import lp_backend
     from planner.mip.backends.isolate import STARTUP
     from planner.mip.epoch import build_epoch
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         lag = relax.lagrangian_bound(
             form.model, form.coupling_rows(), session.values(), session.duals(), time.perf_counter() + 3.0, lp,
-            deeper=40,
+            deeper=LAGRANGIAN_DEEPER,
         )
         parts = [p for p in lag.open_parts if len(p.idx) >= args.min_vars]
         for way in ("here", "process"):
