@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="default: the family's target")
     ap.add_argument("--gap", type=float, default=0.01)
     # 12 by default: with 3, warm read "met" while seeds 4 and 5 miss; with 8, cold while
-    # seed 9 misses (docs/formulation.md, fifteenth pass).
+    # seed 9 misses (docs/formulation-passes.md, fifteenth pass).
     ap.add_argument("--seeds", type=int, default=12, help="snapshots per family (seeds 1..N; default 12)")
     ap.add_argument("--first-seed", type=int, default=1,
                     help="the first seed (default 1): a second round on seeds the first did not run")

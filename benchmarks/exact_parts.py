@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-#: The epochs whose parts ran 0.6-1.25 s past a 0.25 s limit (docs/formulation.md,
+#: The epochs whose parts ran 0.6-1.25 s past a 0.25 s limit (docs/formulation-passes.md,
 #: *Sixteenth pass*).
 SLOW = ("gang-heavy:1", "many-projects:28", "urgent-heavy:1")
 

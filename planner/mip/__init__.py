@@ -69,7 +69,7 @@ LP_GUIDED_VARS = 2000
 SHORT_LIMIT = 1.0
 #: LP roundings tried (:func:`~planner.mip.formulation.round_lp`: fractional parts from
 #: this up are rounded up; above 1, all down), best first. Placed and filled on 3 seeds
-#: of every family (docs/formulation.md, fifth pass), of 0.7, 0.6, 0.5 and all down:
+#: of every family (docs/formulation-passes.md, fifth pass), of 0.7, 0.6, 0.5 and all down:
 #: 0.7 was best on 11 of 21, 0.6 on 7 (gang-heavy seed 2: 4.56% from the LP bound
 #: against 5.03%), 0.5 on 2 (many-projects), all down on 1 (type-restricted seed 2:
 #: 4.24% against 4.45%), so all down gave way to 0.6: the best of the three is better
@@ -108,7 +108,7 @@ BOUND_SHARE = 0.25
 LAGRANGIAN_DEEPER = 40
 #: An earlier answer of a neighbourhood search (``earlier_incumbents``) is placed only
 #: when the model values it at most this share of the bound below the best placed plan.
-#: On all families, 3 seeds each (docs/formulation.md, fifth pass): the earlier answers
+#: On all families, 3 seeds each (docs/formulation-passes.md, fifth pass): the earlier answers
 #: that won were at most 0.06% of the bound below it, once placed and filled; those
 #: 0.1-1.3% below never won, and each placement took 0.1-0.3 s of the searches' time.
 EARLIER_SLACK = 0.001
@@ -119,7 +119,7 @@ SEARCH_CAP = 2.0
 NEXT_VARS = 1500
 
 #: Neighbourhoods searched at once by a backend that declares ``concurrent`` (at most
-#: its own count): measured with two, on 2 cores (docs/formulation.md, eleventh pass).
+#: its own count): measured with two, on 2 cores (docs/formulation-passes.md, eleventh pass).
 SIDE_BY_SIDE = 2
 
 #: Every other neighbourhood search makes room for the project the incumbent leaves
@@ -611,8 +611,8 @@ def _guide(
     """The point search ``round_`` measures the incumbent against: the LP optimum, or
     the Lagrangian point, each project's part at its integer optimum under the LP's
     prices where it was solved. The LP spreads a project's work over fractions of many
-    jobs; the solved projects' choices are whole jobs (docs/formulation.md, fifteenth
-    and sixteenth passes).
+    jobs; the solved projects' choices are whole jobs (docs/formulation-passes.md,
+    fifteenth and sixteenth passes).
 
     Every other pair is guided by the Lagrangian point: its first search
     (``round_ % 4 == 2``), and its second when that is a ``focus`` search, except where

@@ -49,7 +49,7 @@ def import_highs() -> bool:
 
 #: The process the parts' MIPs run in. HiGHS does not stop at its time limit inside its
 #: root's cut rounds (parts of the benchmark's epochs ran 0.6-1.25 s past a 0.25 s
-#: limit: docs/formulation.md, *Seventeenth pass*); a process can be stopped at the
+#: limit: docs/formulation-passes.md, *Seventeenth pass*); a process can be stopped at the
 #: planner's deadline. Started by :func:`warm_parts`, long before the parts phase.
 PARTS_PROCESS = Isolated(grace=PARTS_GRACE, startup=import_highs)
 
@@ -245,7 +245,7 @@ def solve_open_parts(
     (a part not closed keeps the solver's proven bound, or the one it had).
 
     On the benchmark's families this takes 0.02-0.19 points more off the bound in 2 s
-    than the branching leaves (docs/formulation.md, *Twelfth pass*); the planner runs
+    than the branching leaves (docs/formulation-passes.md, *Twelfth pass*); the planner runs
     it beside its searches and in the time after the last (:class:`PartsBeside`).
 
     With ``beside`` (an event that stops it between parts), every part is solved in
