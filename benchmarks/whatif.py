@@ -44,6 +44,10 @@ the same host: the quick mip week 147.6 s, none of its 1,008 plans the greedy fa
 On 2026-12-03/04 (five runs between 23:30 and 00:57 UTC, quiet): all 6 preview runs
 11.7, 8.3, 9.7, 9.0 and 11.6 s; the fresh what-if 3.5-4.2 times one run in this process
 (2.4-2.8 s), so the target holds only while the host is that fast (``docs/app.md``).
+Now (a fresh clone of a26a4f1, 2026-12-05 01:05 UTC, medians of 3): all 6 preview runs
+8.9 s (8.2, 10.0, 8.9), 3.5 times one run in this process (2.5 s); the quick mip week
+129.9 s; every measurement since 2026-12-04 03:20 UTC met 10 s (``docs/app.md``,
+*Where it stands*).
 
 Usage::
 
