@@ -125,7 +125,7 @@ SIDE_BY_SIDE = 2
 #: Every other neighbourhood search makes room for the project the incumbent leaves
 #: shortest of the LP (:func:`_focus_neighbourhood`) when that project's shortfall is
 #: at least this share of the gap (bound minus incumbent). Measured on all families, 3
-#: seeds each, in one run (docs/formulation.md): gang-heavy 2.29%, 4.00% to 2.08%,
+#: seeds each, in one run (docs/formulation-passes.md, third pass): gang-heavy 2.29%, 4.00% to 2.08%,
 #: 3.81% (median, worst), type-restricted 2.45%, 3.14% to 2.25%, 2.48%; warm never
 #: qualifies; without the share (every other search), warm lost 0.2 points.
 FOCUS_SHARE = 0.3

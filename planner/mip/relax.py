@@ -417,7 +417,8 @@ def _branch_part(
         )
     if exact_mip:
         # The solver's own MIP: on the benchmark's parts it proves in hundredths of a
-        # second what the branching below leaves open after its nodes (docs/formulation.md).
+        # second what the branching below leaves open after its nodes
+        # (docs/formulation-passes.md, *Twelfth pass*).
         limit = min(max(deadline - time.perf_counter(), 0.01), PART_MIP_CAP)
         answer = _integer_part(lp, sub, cost, limit, deadline, only_process)
         if answer is None:
