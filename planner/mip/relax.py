@@ -119,6 +119,90 @@ class OpenPart:
     known: float
 
 
+@dataclass(frozen=True)
+class Parts:
+    """The parts a model falls into once its coupling rows are priced out: the
+    variables linked by the other rows (transitively), keyed by a root variable."""
+
+    #: root -> the part's variables, ascending.
+    members: dict[int, npt.NDArray[np.int64]]
+    #: root -> the part's rows (none for a variable that is in no row but coupling ones).
+    rows: dict[int, list[int]]
+    #: variable -> the root of its part.
+    roots: npt.NDArray[np.int64]
+
+
+def split_parts(model: LinearModel, coupling: list[int]) -> Parts:
+    """The parts of ``model`` with its ``coupling`` rows left out (here one per project)."""
+    n = model.num_vars
+    is_coupling = np.zeros(len(model.constraints), dtype=bool)
+    is_coupling[coupling] = True
+    # Union-find over plain lists: numpy scalars cost ten times as much per access.
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for i, c in enumerate(model.constraints):
+        if is_coupling[i] or len(c.vars) < 2:
+            continue
+        first, *rest = c.vars.tolist()
+        root = find(first)
+        for v in rest:
+            other = find(v)
+            if other != root:
+                parent[other] = root
+    roots = [find(v) for v in range(n)]
+    rows: dict[int, list[int]] = {}
+    for i, c in enumerate(model.constraints):
+        if not is_coupling[i] and len(c.vars):
+            rows.setdefault(roots[int(c.vars[0])], []).append(i)
+    members: dict[int, list[int]] = {}
+    for v, root in enumerate(roots):
+        members.setdefault(root, []).append(v)
+    return Parts(
+        {root: np.asarray(vs, dtype=np.int64) for root, vs in members.items()}, rows, np.asarray(roots, dtype=np.int64)
+    )
+
+
+def priced_objective(
+    model: LinearModel, coupling: list[int], duals: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], float]:
+    """The objective with the ``coupling`` rows moved into it at prices ``duals``:
+    ``c' = c - sum_i y_i a_i`` and the constant ``sum_i y_i b_i`` (offset included).
+    A price of the wrong sign for its row is taken as 0 (it would not bound)."""
+    cost = model.objective_vector()
+    const = float(model.objective_offset)
+    for i in coupling:
+        c = model.constraints[i]
+        y = float(duals[i])
+        if (c.sense == "<=" and y < 0) or (c.sense == ">=" and y > 0):
+            y = 0.0
+        cost[c.vars] -= y * c.coefs
+        const += y * c.rhs
+    return cost, const
+
+
+def part_model(model: LinearModel, idx: npt.NDArray[np.int64], rows: list[int] | tuple[int, ...]) -> LinearModel:
+    """The model of one part: variables ``idx`` of ``model`` and its ``rows``, renumbered."""
+    where = np.full(model.num_vars, -1, dtype=np.int64)
+    where[idx] = np.arange(len(idx))
+    sub = LinearModel(
+        names=[model.names[v] for v in idx],
+        lower=[model.lower[v] for v in idx],
+        upper=[model.upper[v] for v in idx],
+    )
+    for i in rows:
+        c = model.constraints[i]
+        sub.constraints.append(
+            Constraint(vars=where[c.vars], coefs=c.coefs, sense=c.sense, rhs=c.rhs, name=c.name)
+        )
+    return sub
+
+
 def lagrangian_bound(
     model: LinearModel,
     coupling: list[int],
@@ -148,52 +232,17 @@ def lagrangian_bound(
     ``deadline`` keep their LP value, so the result is a valid bound whenever it stops.
     """
     t0 = time.perf_counter()
-    n = model.num_vars
-    cost = model.objective_vector()
-    const = float(model.objective_offset)
-    is_coupling = np.zeros(len(model.constraints), dtype=bool)
-    is_coupling[coupling] = True
-    # Union-find over plain lists: numpy scalars cost ten times as much per access.
-    parent = list(range(n))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for i, c in enumerate(model.constraints):
-        if is_coupling[i]:
-            y = float(duals[i])
-            # A multiplier of the wrong sign would not bound: such rows are dropped.
-            if (c.sense == "<=" and y < 0) or (c.sense == ">=" and y > 0):
-                y = 0.0
-            cost[c.vars] -= y * c.coefs
-            const += y * c.rhs
-            continue
-        if len(c.vars) > 1:
-            first, *rest = c.vars.tolist()
-            root = find(first)
-            for v in rest:
-                other = find(v)
-                if other != root:
-                    parent[other] = root
-    roots = [find(v) for v in range(n)]
-    rows: dict[int, list[int]] = {}
-    for i, c in enumerate(model.constraints):
-        if not is_coupling[i] and len(c.vars):
-            rows.setdefault(roots[int(c.vars[0])], []).append(i)
+    cost, const = priced_objective(model, coupling, duals)
+    parts = split_parts(model, coupling)
+    rows = parts.rows
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)
     total = const
     fractional = np.abs(values - np.round(values)) > 1e-6
-    members: dict[int, list[int]] = {}
-    for v, root in enumerate(roots):
-        members.setdefault(root, []).append(v)
+    members = parts.members
     # Parts the LP leaves fractional, the most objective at stake first.
     todo: list[tuple[float, int]] = []
-    for root, vs in members.items():
-        idx = np.asarray(vs)
+    for root, idx in members.items():
         if root not in rows:
             # No rows: each variable at its better bound.
             total += float(np.maximum(cost[idx] * lower[idx], cost[idx] * upper[idx]).sum())
@@ -209,7 +258,7 @@ def lagrangian_bound(
     for _, root in todo:
         if time.perf_counter() >= deadline:
             break
-        idx = np.asarray(members[root])
+        idx = members[root]
         part_lp = float(np.dot(cost[idx], values[idx]))
         best = _branch_part(model, idx, rows[root], cost[idx], lower[idx], upper[idx], nodes, deadline, lp)
         if best is None:
@@ -275,15 +324,22 @@ class PartsBeside:
     the bound's); :meth:`result` gives its bound at the end.
     """
 
-    def __init__(self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> None:
+    def __init__(
+        self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable, after: threading.Event | None = None
+    ) -> None:
         self.given = lag
         self.started = time.perf_counter()
         self._stop = threading.Event()
         self._out: Lagrangian | None = None
-        self._thread = threading.Thread(target=self._run, args=(model, lag, deadline, lp), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(model, lag, deadline, lp, after), daemon=True)
         self._thread.start()
 
-    def _run(self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable) -> None:
+    def _run(
+        self, model: LinearModel, lag: Lagrangian, deadline: float, lp: LpCapable, after: threading.Event | None
+    ) -> None:
+        if after is not None:
+            # The parts process has other work first (the master's columns).
+            after.wait(max(deadline - time.perf_counter(), 0.0))
         with contextlib.suppress(Exception):  # a part that fails keeps the bound it had
             self._out = solve_open_parts(model, lag, deadline, lp, beside=self._stop)
 
@@ -403,18 +459,7 @@ def _branch_part(
 
     ``None`` when its root LP finds no optimum in time (the caller keeps the LP value).
     """
-    where = np.full(model.num_vars, -1, dtype=np.int64)
-    where[idx] = np.arange(len(idx))
-    sub = LinearModel(
-        names=[model.names[v] for v in idx],
-        lower=[model.lower[v] for v in idx],
-        upper=[model.upper[v] for v in idx],
-    )
-    for i in rows:
-        c = model.constraints[i]
-        sub.constraints.append(
-            Constraint(vars=where[c.vars], coefs=c.coefs, sense=c.sense, rhs=c.rhs, name=c.name)
-        )
+    sub = part_model(model, idx, rows)
     if exact_mip:
         # The solver's own MIP: on the benchmark's parts it proves in hundredths of a
         # second what the branching below leaves open after its nodes
