@@ -142,6 +142,14 @@ class Formulation:
         shared = ("capacity[", "whole_nodes[", "cut_nodes[", "busy[")
         return [i for i, c in enumerate(self.model.constraints) if c.name.startswith(shared)]
 
+    def decisions(self) -> npt.NDArray[np.bool_]:
+        """Per variable, whether it is a decision (a start or a running slice) rather
+        than one that follows from them (:meth:`loose`)."""
+        out = np.zeros(self.model.num_vars, dtype=bool)
+        out[list(self.x.values())] = True
+        out[list(self.z.values())] = True
+        return out
+
     def loose(self) -> list[int]:
         """Auxiliary variables (utility segments, busy nodes) that follow the others."""
         return (

@@ -1,0 +1,321 @@
+"""A restricted master over per-project columns: other whole choices for each project,
+recombined within the shared capacity.
+
+Once its coupling rows (capacity, whole nodes, node cuts, busy nodes) are priced out,
+the epoch's model falls apart into one part per project (:func:`~planner.mip.relax.split_parts`).
+A *column* is one integer choice for a whole part: its starts, its running jobs'
+slices and its charging. The neighbourhood searches move a few job groups at a time and
+end in a local optimum of their own; the *master* instead picks one column per part,
+for every part at once, within the coupling rows: a move that re-times and re-pools
+dozens of projects together.
+
+Columns come from each part's LP under the LP's prices and under copies of them
+perturbed row by row (:data:`PRICE_SPREAD`), dived to an integer point
+(:func:`dive`): starts and running slices first, then the charging that follows them.
+The dives run in the parts process (which gives way to the searches), in batches, from
+a thread of the planner (:class:`ColumnsBeside`); the master is a model like any
+other, solved by the planner's backend. In the planner, on six families, seeds 1-24:
+better on 112 epochs, worse on 18 (docs/formulation-passes.md, *Twenty-second pass*).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.mip.backends.base import LpCapable, LpSession
+from planner.mip.backends.isolate import SolverDied, Unavailable
+from planner.mip.model import LinearModel
+from planner.mip.relax import (
+    PARTS_PROCESS,
+    Parts,
+    part_model,
+    priced_objective,
+    split_parts,
+    warm_parts,
+)
+
+#: Price vectors per part: the LP's duals, and this many less one perturbed copies.
+#: Offline, from the planner's final incumbents of 10-11 epochs of five families (master
+#: 1 s): three gave a median 5.5% of the LP's gap, six 10.1% (columns in 1.2-2.6 s),
+#: ten 13.9% (2.1-4.1 s, more than the time before the master has).
+PRICE_VECTORS = 6
+#: Each perturbed copy multiplies every coupling row's price by a factor drawn
+#: uniformly from [1 - spread, 1 + spread].
+PRICE_SPREAD = 0.3
+#: A dive fixes this share of the fractional variables at once (the least fractional),
+#: one at a time when that proves infeasible.
+DIVE_SHARE = 0.25
+#: A dive gives up after this many LP solves (with the settled decisions kept, the
+#: largest parts take 6-37 solves for three price vectors).
+DIVE_STEPS = 400
+#: Parts sent to the parts process in one call: a call cut off at the deadline loses
+#: only its own.
+BATCH_PARTS = 16
+
+
+def dive(
+    session: LpSession,
+    lower: npt.NDArray[np.float64],
+    upper: npt.NDArray[np.float64],
+    first: npt.NDArray[np.bool_],
+    deadline: float,
+) -> npt.NDArray[np.int64] | None:
+    """An integer point of ``session``'s model, near its LP optimum: the least
+    fractional variables fixed to their nearest integers, a share at a time, the LP
+    solved again after each fixing; the variables in ``first`` (the decisions) before
+    the others (what follows them). ``None`` when it runs into an infeasible fixing on
+    both sides, out of steps or out of time."""
+    lower, upper = lower.copy(), upper.copy()
+    if not session.run(max(deadline - time.perf_counter(), 0.01)):
+        return None
+    x = session.values()
+    for _ in range(DIVE_STEPS):
+        off = np.abs(x - np.round(x))
+        cand = np.flatnonzero(off > 1e-6)
+        if not len(cand):
+            return np.round(x).astype(np.int64)
+        if first[cand].any():
+            cand = cand[first[cand]]
+            # The decisions the LP has integral stay so: otherwise the LP moves what a
+            # fixing takes off one start onto another, one variable per step.
+            settled = np.flatnonzero(first & (off <= 1e-6) & (lower < upper))
+            if len(settled):
+                lower[settled] = upper[settled] = np.round(x[settled])
+                session.set_bounds(settled, lower, upper)
+        order = cand[np.argsort(off[cand], kind="stable")]
+        many = max(1, int(len(cand) * DIVE_SHARE))
+        if many > 1:
+            fix = order[:many]
+            was_lo, was_hi = lower[fix].copy(), upper[fix].copy()
+            lower[fix] = upper[fix] = np.round(x[fix])
+            session.set_bounds(fix, lower, upper)
+            if session.run(max(deadline - time.perf_counter(), 0.01)):
+                x = session.values()
+                continue
+            lower[fix], upper[fix] = was_lo, was_hi
+            session.set_bounds(fix, lower, upper)
+        j = order[:1]
+        near = float(np.round(x[j[0]]))
+        other = float(np.floor(x[j[0]]) if near > x[j[0]] else np.ceil(x[j[0]]))
+        for value in (near, other):
+            lower[j] = upper[j] = value
+            session.set_bounds(j, lower, upper)
+            if session.run(max(deadline - time.perf_counter(), 0.01)):
+                break
+        else:
+            return None
+        if time.perf_counter() >= deadline:
+            return None
+        x = session.values()
+    return None
+
+
+def dive_parts(
+    lp: LpCapable,
+    parts: list[LinearModel],
+    costs: list[list[npt.NDArray[np.float64]]],
+    firsts: list[npt.NDArray[np.bool_]],
+    seconds: float,
+) -> list[list[npt.NDArray[np.int64]]]:
+    """Each part's dived points, one per cost vector (without repeats), within
+    ``seconds``: a part not reached keeps none."""
+    deadline = time.perf_counter() + seconds
+    out: list[list[npt.NDArray[np.int64]]] = []
+    for sub, part_costs, first in zip(parts, costs, firsts, strict=True):
+        found: list[npt.NDArray[np.int64]] = []
+        lower = np.asarray(sub.lower, dtype=np.float64)
+        upper = np.asarray(sub.upper, dtype=np.float64)
+        for cost in part_costs:
+            if time.perf_counter() >= deadline:
+                break
+            point = dive(lp.open_lp(sub, cost), lower, upper, first, deadline)
+            if point is not None and not any(np.array_equal(point, f) for f in found):
+                found.append(point)
+        out.append(found)
+    return out
+
+
+@dataclass
+class ColumnSet:
+    """Columns of the parts of a model: ``columns[root]`` are integer points of the part
+    ``parts.members[root]`` (its variables' values, in that order)."""
+
+    parts: Parts
+    columns: dict[int, list[npt.NDArray[np.int64]]]
+    seconds: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return sum(len(c) for c in self.columns.values())
+
+
+class ColumnsBeside:
+    """:func:`dive_parts` over every part of ``model``, batch by batch in the parts
+    process, in a thread of this process, from the LP's duals until ``deadline`` (or
+    :meth:`stop`): the parts with most of the LP's objective first. :attr:`done` is set
+    when it ends; :meth:`result` gives what it has by then."""
+
+    def __init__(
+        self,
+        model: LinearModel,
+        coupling: list[int],
+        duals: npt.NDArray[np.float64],
+        lp_values: npt.NDArray[np.float64],
+        decisions: npt.NDArray[np.bool_],
+        lp: LpCapable,
+        deadline: float,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._set: ColumnSet | None = None
+        self._lock = threading.Lock()
+        warm_parts()
+        self._thread = threading.Thread(
+            target=self._run, args=(model, coupling, duals, lp_values, decisions, lp, deadline), daemon=True
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        model: LinearModel,
+        coupling: list[int],
+        duals: npt.NDArray[np.float64],
+        lp_values: npt.NDArray[np.float64],
+        decisions: npt.NDArray[np.bool_],
+        lp: LpCapable,
+        deadline: float,
+    ) -> None:
+        try:
+            parts = split_parts(model, coupling)
+            # The same perturbations every run: the planner is a pure function.
+            rng = np.random.default_rng(0)
+            vectors = [priced_objective(model, coupling, duals)[0]]
+            for _ in range(PRICE_VECTORS - 1):
+                factor = rng.uniform(1 - PRICE_SPREAD, 1 + PRICE_SPREAD, size=len(duals))
+                vectors.append(priced_objective(model, coupling, duals * factor)[0])
+            objective = model.objective_vector()
+            roots = sorted(
+                parts.rows, key=lambda r: -abs(float(np.dot(objective[parts.members[r]], lp_values[parts.members[r]])))
+            )
+            with self._lock:
+                self._set = ColumnSet(parts, {})
+            for k in range(0, len(roots), BATCH_PARTS):
+                left = deadline - time.perf_counter()
+                if left <= 0 or self._stop.is_set():
+                    break
+                batch = roots[k : k + BATCH_PARTS]
+                subs = [part_model(model, parts.members[r], parts.rows[r]) for r in batch]
+                costs = [[v[parts.members[r]] for v in vectors] for r in batch]
+                firsts = [decisions[parts.members[r]] for r in batch]
+                if not PARTS_PROCESS.wait_ready(left):
+                    break
+                try:
+                    got = PARTS_PROCESS.call(dive_parts, (lp, subs, costs, firsts, left), left)
+                except SolverDied:
+                    warm_parts()
+                    break
+                except Unavailable:
+                    break
+                with self._lock:
+                    for r, found in zip(batch, got, strict=True):
+                        self._set.columns[r] = found
+        finally:
+            if self._set is not None:
+                self._set.seconds = time.perf_counter() - self.started
+            self.done.set()
+
+    def stop(self) -> None:
+        """Send no further batch."""
+        self._stop.set()
+
+    def result(self) -> ColumnSet | None:
+        """The columns found so far (``None`` before the parts are known)."""
+        with self._lock:
+            if self._set is None:
+                return None
+            return ColumnSet(self._set.parts, dict(self._set.columns), time.perf_counter() - self.started)
+
+
+@dataclass(frozen=True)
+class Master:
+    """The restricted master of a :class:`ColumnSet` and an incumbent: a model, and how
+    to read its answer back as values of the whole model."""
+
+    model: LinearModel
+    #: root -> the master's variables choosing each of the part's columns.
+    choose: dict[int, list[int]]
+    columns: dict[int, list[npt.NDArray[np.int64]]]
+    #: (whole model's variable, master's variable) of the variables in no part.
+    free: list[tuple[int, int]]
+    members: dict[int, npt.NDArray[np.int64]]
+    incumbent: npt.NDArray[np.int64]
+
+    def values(self, answer: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The whole model's values of the master's ``answer``."""
+        out = self.incumbent.copy()
+        for root, ids in self.choose.items():
+            out[self.members[root]] = self.columns[root][int(np.argmax(answer[ids]))]
+        for var, mine in self.free:
+            out[var] = answer[mine]
+        return out
+
+
+def restricted_master(
+    model: LinearModel, coupling: list[int], found: ColumnSet, incumbent: npt.NDArray[np.int64]
+) -> Master:
+    """One column per part (the incumbent's own first, then ``found``'s), within the
+    ``coupling`` rows; the variables in no part free within their bounds. Hinted with
+    the incumbent, which it contains."""
+    parts = found.parts
+    objective = model.objective_vector()
+    m = LinearModel()
+    choose: dict[int, list[int]] = {}
+    columns: dict[int, list[npt.NDArray[np.int64]]] = {}
+    hint: dict[int, int] = {}
+    for root in parts.rows:
+        own = incumbent[parts.members[root]].astype(np.int64)
+        cols = [own] + [c for c in found.columns.get(root, []) if not np.array_equal(c, own)]
+        ids = [m.add_var(f"column[{root},{k}]", 0, 1) for k in range(len(cols))]
+        m.add_constraint([(i, 1) for i in ids], "==", 1, f"one_column[{root}]")
+        for i, col in zip(ids, cols, strict=True):
+            m.add_objective(i, int(round(float(np.dot(objective[parts.members[root]], col)))))
+            hint[i] = 0
+        hint[ids[0]] = 1
+        choose[root], columns[root] = ids, cols
+    free: list[tuple[int, int]] = []
+    for root, idx in parts.members.items():
+        if root in parts.rows:
+            continue
+        for var in idx.tolist():
+            mine = m.add_var(model.names[var], model.lower[var], model.upper[var])
+            if objective[var]:
+                m.add_objective(mine, int(objective[var]))
+            hint[mine] = int(incumbent[var])
+            free.append((var, mine))
+    free_of = dict(free)
+    m.objective_offset = model.objective_offset
+    for i in coupling:
+        c = model.constraints[i]
+        coef = dict(zip(c.vars.tolist(), c.coefs.tolist(), strict=True))
+        terms = [(free_of[v], a) for v, a in coef.items() if v in free_of]
+        touched: dict[int, list[int]] = {}
+        for v in coef:
+            if v not in free_of:
+                touched.setdefault(int(parts.roots[v]), []).append(v)
+        for root, vs in touched.items():
+            idx = parts.members[root]
+            at = np.searchsorted(idx, vs)
+            a = np.array([coef[v] for v in vs], dtype=np.int64)
+            for ident, col in zip(choose[root], columns[root], strict=True):
+                used = int(np.dot(a, col[at]))
+                if used:
+                    terms.append((ident, used))
+        m.add_constraint(terms, c.sense, c.rhs, c.name)
+    m.hint = hint
+    return Master(m, choose, columns, free, parts.members, incumbent.astype(np.int64))

@@ -1,0 +1,160 @@
+"""The restricted master over per-project columns (:mod:`planner.mip.columns`): dives
+give integer points of each part, the master recombines them within the shared rows."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from planner.mip import columns
+from planner.mip.backends import lp_backend
+from planner.mip.backends.cpsat import CpSatBackend
+from planner.mip.epoch import build_epoch
+from planner.mip.formulation import apply
+from planner.mip.model import LinearModel
+from planner.mip.relax import lp_available, part_model, split_parts
+
+from .test_lagrangian import a_step_between_jobs
+
+pytestmark = pytest.mark.skipif(not lp_available(), reason="no LP-capable backend")
+
+
+def test_a_dive_ends_on_an_integer_point_of_its_model() -> None:
+    """max 5a + 4b + 3c, 2a + 3b + 2c <= 5, binary: the LP takes b = 1/3; the dive
+    fixes it and ends on a feasible integer point no better than the optimum 9."""
+    m = LinearModel()
+    xs = [m.add_var(n, 0, 1) for n in "abc"]
+    m.add_constraint(zip(xs, [2, 3, 2], strict=True), "<=", 5, "cap")
+    for x, c in zip(xs, [5, 4, 3], strict=True):
+        m.add_objective(x, c)
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(m)
+    assert session.run(5.0)
+    assert not np.allclose(session.values(), np.round(session.values()))
+    point = columns.dive(
+        lp.open_lp(m), np.zeros(3), np.ones(3), np.ones(3, dtype=bool), time.perf_counter() + 5.0
+    )
+    assert point is not None
+    assert m.violations(point) == []
+    assert m.value(point) <= 9
+
+
+def test_a_dive_settles_the_decisions_before_what_follows_them() -> None:
+    """A decision ``x`` (0..3) and what follows it, ``y <= 2x``, worth 1 a unit while
+    ``x`` costs 1: the LP optimum has ``x`` at 1.5 under ``x <= 1.5``; the dive rounds
+    ``x`` first, and ``y`` then follows the rounded ``x`` (never above ``2x``)."""
+    m = LinearModel()
+    x, y = m.add_var("x", 0, 3), m.add_var("y", 0, 10)
+    m.add_constraint([(x, 2)], "<=", 3, "half")
+    m.add_constraint([(y, 1), (x, -2)], "<=", 0, "follows")
+    m.add_objective(x, -1)
+    m.add_objective(y, 1)
+    lp = lp_backend()
+    assert lp is not None
+    point = columns.dive(
+        lp.open_lp(m), np.zeros(2), np.array([3.0, 10.0]), np.array([True, False]), time.perf_counter() + 5.0
+    )
+    assert point is not None
+    assert m.violations(point) == []
+    assert point[1] == 2 * point[0]
+
+
+def _shared() -> tuple[LinearModel, list[int]]:
+    """Two projects' starts ``a`` and ``b`` (each 0..4, in a row of its own) and a
+    variable ``f`` in no project (0..1) share ``a + b + f <= 5``; ``a`` is worth 3 a
+    unit, ``b`` 5, ``f`` 1. Optimum: b = 4, f = 1 (21)."""
+    m = LinearModel()
+    a, b, f = m.add_var("a", 0, 4), m.add_var("b", 0, 4), m.add_var("f", 0, 1)
+    m.add_constraint([(a, 1)], "<=", 4, "own[a]")
+    m.add_constraint([(b, 1)], "<=", 4, "own[b]")
+    m.add_constraint([(a, 1), (b, 1), (f, 1)], "<=", 5, "capacity[0,0]")
+    for var, coef in ((a, 3), (b, 5), (f, 1)):
+        m.add_objective(var, coef)
+    return m, [2]
+
+
+def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
+    """From the incumbent a = 4, f = 1 (13), with the other column of each project
+    (a = 0, b = 4): the master gives b's room to b, a = 0, b = 4, f = 1 (21)."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    assert len(parts.rows) == 2
+    by_name = {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+    found = columns.ColumnSet(
+        parts, {by_name["a"]: [np.array([0])], by_name["b"]: [np.array([4])]}
+    )
+    incumbent = np.array([4, 0, 1])
+    master = columns.restricted_master(m, coupling, found, incumbent)
+    answer = CpSatBackend().solve(master.model, time_limit=10.0, rel_gap=0.0)
+    assert answer.values is not None
+    values = master.values(answer.values)
+    assert values.tolist() == [0, 4, 1]
+    assert m.violations(values) == []
+    assert m.value(values) == answer.objective == 21
+
+
+def test_a_master_with_only_the_incumbents_columns_keeps_the_incumbent() -> None:
+    """No column found for either project: the incumbent is the master's only point
+    (its free variable ``f`` at the best the shared row leaves)."""
+    m, coupling = _shared()
+    found = columns.ColumnSet(split_parts(m, coupling), {})
+    incumbent = np.array([4, 0, 1])
+    master = columns.restricted_master(m, coupling, found, incumbent)
+    assert master.model.hint  # the incumbent, as a MIP start
+    answer = CpSatBackend().solve(master.model, time_limit=10.0, rel_gap=0.0)
+    assert answer.values is not None
+    assert master.values(answer.values).tolist() == [4, 0, 1]
+
+
+def test_columns_beside_find_integer_points_of_every_part() -> None:
+    """The step instance (two projects sharing one node), columns found in the parts
+    process: every part gets at least one, each feasible for its part's own rows."""
+    f = apply(build_epoch(a_step_between_jobs()))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(f.model)
+    assert session.run(5.0)
+    beside = columns.ColumnsBeside(
+        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
+        time.perf_counter() + 60.0,
+    )
+    assert beside.done.wait(90.0)
+    found = beside.result()
+    assert found is not None
+    assert set(found.columns) == set(found.parts.rows)
+    for root, cols in found.columns.items():
+        assert cols
+        sub = part_model(f.model, found.parts.members[root], found.parts.rows[root])
+        for col in cols:
+            assert sub.violations(col) == []
+
+
+def test_stopped_columns_beside_send_no_further_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped before its first batch (one part a batch, the deadline far away): it
+    ends at once, with no columns."""
+    monkeypatch.setattr(columns, "BATCH_PARTS", 1)
+    f = apply(build_epoch(a_step_between_jobs()))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(f.model)
+    assert session.run(5.0)
+    gate = columns.threading.Event()
+    real_split = columns.split_parts
+
+    def held_split(*args: object) -> object:
+        gate.wait(10.0)
+        return real_split(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(columns, "split_parts", held_split)
+    beside = columns.ColumnsBeside(
+        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
+        time.perf_counter() + 60.0,
+    )
+    beside.stop()
+    gate.set()
+    assert beside.done.wait(10.0)
+    found = beside.result()
+    assert found is not None and found.columns == {}
