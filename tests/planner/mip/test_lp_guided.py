@@ -9,6 +9,7 @@ import pytest
 
 from models import Snapshot, SolveStatus
 from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, plan_epoch
+from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
 from planner.mip.model import LinearModel
@@ -85,6 +86,25 @@ def test_the_time_after_the_last_search_solves_the_open_lagrangian_parts(
     plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
     assert "open Lagrangian parts solved exactly" in plan.solver.message
     assert "then the Lagrangian parts solved exactly beside the searches and in the time left" in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
+    """With the searches side by side (CP-SAT's two workers), the columns found beside
+    them feed the restricted master once, in a round of its own; the plan stays valid."""
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, time_limit=10.0, rel_gap=0.0)
+    assert "restricted master: " in plan.solver.message
+    assert "restricted master: no columns" not in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_a_lane_backend_gets_no_restricted_master() -> None:
+    """A backend that searches one model at a time (a lane's) leaves the other cores to
+    the other lanes: no columns are found beside it, and no master runs."""
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, backend=CpSatBackend().for_lane(), time_limit=4.0, rel_gap=0.0)
+    assert "restricted master" not in plan.solver.message
     check_plan(snapshot, plan)
 
 
