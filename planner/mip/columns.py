@@ -225,6 +225,8 @@ class ColumnsBeside:
                 with self._lock:
                     for r, found in zip(batch, got, strict=True):
                         self._set.columns[r] = found
+        except Exception:  # noqa: BLE001 - a failure keeps the columns found so far
+            pass
         finally:
             if self._set is not None:
                 self._set.seconds = time.perf_counter() - self.started

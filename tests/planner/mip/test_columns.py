@@ -158,3 +158,28 @@ def test_stopped_columns_beside_send_no_further_batch(monkeypatch: pytest.Monkey
     assert beside.done.wait(10.0)
     found = beside.result()
     assert found is not None and found.columns == {}
+
+
+def test_columns_beside_that_fail_end_quietly_with_what_they_have(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part model that cannot be built: the thread ends (``done``), keeps no column,
+    and no exception escapes it (nothing for ``threading.excepthook``)."""
+    escaped: list[object] = []
+    monkeypatch.setattr(columns.threading, "excepthook", escaped.append)
+
+    def broken(*args: object) -> LinearModel:
+        raise ValueError("no part")
+
+    monkeypatch.setattr(columns, "part_model", broken)
+    f = apply(build_epoch(a_step_between_jobs()))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(f.model)
+    assert session.run(5.0)
+    beside = columns.ColumnsBeside(
+        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
+        time.perf_counter() + 60.0,
+    )
+    assert beside.done.wait(10.0)
+    found = beside.result()
+    assert found is not None and found.columns == {}
+    assert escaped == []
