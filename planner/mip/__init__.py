@@ -53,7 +53,14 @@ from planner.mip.formulation import (
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
 from planner.mip.model import LinearModel
-from planner.mip.relax import Lagrangian, PartsBeside, lagrangian_bound, warm_parts
+from planner.mip.relax import (
+    Lagrangian,
+    Parts,
+    PartsBeside,
+    lagrangian_bound,
+    split_parts,
+    warm_parts,
+)
 
 #: A decomposed epoch has one part per this many start variables (estimated).
 PART_STARTS = 150_000
@@ -424,10 +431,13 @@ def _lp_guided(
     # cores (scale, 2 seeds: 22.6 s to 27.1 s, the gap 0.46% to 0.48%, with columns).
     master_at = t_start + MASTER_SHARE * (deadline - t_start)
     columns: ColumnsBeside | None = None
+    coupling = form.coupling_rows()
+    parts: Parts | None = None  # split once, for the columns and the Lagrangian bound
     side_by_side = isinstance(solver, Concurrent) and solver.capabilities.concurrent > 1
     if side_by_side and form.model.num_vars > LP_GUIDED_VARS and master_at - time.perf_counter() > MIN_SEARCH:
+        parts = split_parts(form.model, coupling)
         columns = ColumnsBeside(
-            form.model, form.coupling_rows(), session.duals(), lp_values, form.decisions(), lp, master_at
+            form.model, coupling, parts, session.duals(), lp_values, form.decisions(), lp, master_at
         )
     # 2. Roundings of the LP optimum, each placed and filled (the fill takes what
     # rounding down left free, by gain per quantum); the best becomes the incumbent.
@@ -454,12 +464,13 @@ def _lp_guided(
             warm_parts()
         lag = lagrangian_bound(
             form.model,
-            form.coupling_rows(),
+            coupling,
             lp_values,
             session.duals(),
             time.perf_counter() + BOUND_SHARE * left,
             lp,
             deeper=LAGRANGIAN_DEEPER,
+            parts=parts,
         )
         note += (
             f"; Lagrangian bound {(bound - lag.bound) / max(abs(bound), 1.0):.2%} below the LP's "
@@ -631,7 +642,7 @@ def _master_search(
     assert best.values is not None
     columns.stop()
     found = columns.result()
-    if found is None or not found.columns:
+    if not found.columns:
         return "restricted master: no columns found in time"
     master = restricted_master(form.model, form.coupling_rows(), found, best.values)
     caps = solver.capabilities

@@ -35,7 +35,6 @@ from planner.mip.relax import (
     Parts,
     part_model,
     priced_objective,
-    split_parts,
     warm_parts,
 )
 
@@ -155,7 +154,8 @@ class ColumnSet:
 
 
 class ColumnsBeside:
-    """:func:`dive_parts` over every part of ``model``, batch by batch in the parts
+    """:func:`dive_parts` over every part of ``model`` (``parts``: its
+    :func:`~planner.mip.relax.split_parts` by ``coupling``), batch by batch in the parts
     process, in a thread of this process, from the LP's duals until ``deadline`` (or
     :meth:`stop`): the parts with most of the LP's objective first. :attr:`done` is set
     when it ends; :meth:`result` gives what it has by then."""
@@ -164,6 +164,7 @@ class ColumnsBeside:
         self,
         model: LinearModel,
         coupling: list[int],
+        parts: Parts,
         duals: npt.NDArray[np.float64],
         lp_values: npt.NDArray[np.float64],
         decisions: npt.NDArray[np.bool_],
@@ -173,7 +174,7 @@ class ColumnsBeside:
         self.started = time.perf_counter()
         self.done = threading.Event()
         self._stop = threading.Event()
-        self._set: ColumnSet | None = None
+        self._set = ColumnSet(parts, {})
         self._lock = threading.Lock()
         warm_parts()
         self._thread = threading.Thread(
@@ -191,8 +192,8 @@ class ColumnsBeside:
         lp: LpCapable,
         deadline: float,
     ) -> None:
+        parts = self._set.parts
         try:
-            parts = split_parts(model, coupling)
             # The same perturbations every run: the planner is a pure function.
             rng = np.random.default_rng(0)
             vectors = [priced_objective(model, coupling, duals)[0]]
@@ -203,8 +204,6 @@ class ColumnsBeside:
             roots = sorted(
                 parts.rows, key=lambda r: -abs(float(np.dot(objective[parts.members[r]], lp_values[parts.members[r]])))
             )
-            with self._lock:
-                self._set = ColumnSet(parts, {})
             for k in range(0, len(roots), BATCH_PARTS):
                 left = deadline - time.perf_counter()
                 if left <= 0 or self._stop.is_set():
@@ -228,19 +227,16 @@ class ColumnsBeside:
         except Exception:  # noqa: BLE001 - a failure keeps the columns found so far
             pass
         finally:
-            if self._set is not None:
-                self._set.seconds = time.perf_counter() - self.started
+            self._set.seconds = time.perf_counter() - self.started
             self.done.set()
 
     def stop(self) -> None:
         """Send no further batch."""
         self._stop.set()
 
-    def result(self) -> ColumnSet | None:
-        """The columns found so far (``None`` before the parts are known)."""
+    def result(self) -> ColumnSet:
+        """The columns found so far."""
         with self._lock:
-            if self._set is None:
-                return None
             return ColumnSet(self._set.parts, dict(self._set.columns), time.perf_counter() - self.started)
 
 

@@ -213,6 +213,7 @@ def lagrangian_bound(
     nodes: int = 10,
     deeper: int = 0,
     close_share: float = 0.4,
+    parts: Parts | None = None,
 ) -> Lagrangian:
     """An upper bound of the MIP at least as tight as its LP's, from the LP's duals.
 
@@ -230,10 +231,12 @@ def lagrangian_bound(
     with 1,000 projects of three jobs), the parts left open are branched again, at most
     ``deeper`` branchings each, while the deadline allows. Parts not reached by
     ``deadline`` keep their LP value, so the result is a valid bound whenever it stops.
+    ``parts``: :func:`split_parts` of ``model`` and ``coupling`` when the caller has it.
     """
     t0 = time.perf_counter()
     cost, const = priced_objective(model, coupling, duals)
-    parts = split_parts(model, coupling)
+    if parts is None:
+        parts = split_parts(model, coupling)
     rows = parts.rows
     lower = np.asarray(model.lower, dtype=np.float64)
     upper = np.asarray(model.upper, dtype=np.float64)

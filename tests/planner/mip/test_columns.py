@@ -12,7 +12,7 @@ from planner.mip import columns
 from planner.mip.backends import lp_backend
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
-from planner.mip.formulation import apply
+from planner.mip.formulation import Formulation, apply
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available, part_model, split_parts
 
@@ -109,21 +109,28 @@ def test_a_master_with_only_the_incumbents_columns_keeps_the_incumbent() -> None
     assert master.values(answer.values).tolist() == [4, 0, 1]
 
 
-def test_columns_beside_find_integer_points_of_every_part() -> None:
-    """The step instance (two projects sharing one node), columns found in the parts
-    process: every part gets at least one, each feasible for its part's own rows."""
+def _beside_on_the_step_instance() -> tuple[Formulation, columns.ColumnsBeside]:
+    """The step instance (two projects sharing one node), its LP solved, and columns
+    started from it with a deadline a minute away."""
     f = apply(build_epoch(a_step_between_jobs()))
     lp = lp_backend()
     assert lp is not None
     session = lp.open_lp(f.model)
     assert session.run(5.0)
+    coupling = f.coupling_rows()
     beside = columns.ColumnsBeside(
-        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
+        f.model, coupling, split_parts(f.model, coupling), session.duals(), session.values(), f.decisions(), lp,
         time.perf_counter() + 60.0,
     )
+    return f, beside
+
+
+def test_columns_beside_find_integer_points_of_every_part() -> None:
+    """Columns found in the parts process: every part gets at least one, each feasible
+    for its part's own rows."""
+    f, beside = _beside_on_the_step_instance()
     assert beside.done.wait(90.0)
     found = beside.result()
-    assert found is not None
     assert set(found.columns) == set(found.parts.rows)
     for root, cols in found.columns.items():
         assert cols
@@ -136,28 +143,19 @@ def test_stopped_columns_beside_send_no_further_batch(monkeypatch: pytest.Monkey
     """Stopped before its first batch (one part a batch, the deadline far away): it
     ends at once, with no columns."""
     monkeypatch.setattr(columns, "BATCH_PARTS", 1)
-    f = apply(build_epoch(a_step_between_jobs()))
-    lp = lp_backend()
-    assert lp is not None
-    session = lp.open_lp(f.model)
-    assert session.run(5.0)
     gate = columns.threading.Event()
-    real_split = columns.split_parts
+    real_priced = columns.priced_objective
 
-    def held_split(*args: object) -> object:
+    def held_priced(*args: object) -> object:
         gate.wait(10.0)
-        return real_split(*args)  # type: ignore[arg-type]
+        return real_priced(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(columns, "split_parts", held_split)
-    beside = columns.ColumnsBeside(
-        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
-        time.perf_counter() + 60.0,
-    )
+    monkeypatch.setattr(columns, "priced_objective", held_priced)
+    _, beside = _beside_on_the_step_instance()
     beside.stop()
     gate.set()
     assert beside.done.wait(10.0)
-    found = beside.result()
-    assert found is not None and found.columns == {}
+    assert beside.result().columns == {}
 
 
 def test_columns_beside_that_fail_end_quietly_with_what_they_have(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,16 +168,7 @@ def test_columns_beside_that_fail_end_quietly_with_what_they_have(monkeypatch: p
         raise ValueError("no part")
 
     monkeypatch.setattr(columns, "part_model", broken)
-    f = apply(build_epoch(a_step_between_jobs()))
-    lp = lp_backend()
-    assert lp is not None
-    session = lp.open_lp(f.model)
-    assert session.run(5.0)
-    beside = columns.ColumnsBeside(
-        f.model, f.coupling_rows(), session.duals(), session.values(), f.decisions(), lp,
-        time.perf_counter() + 60.0,
-    )
+    _, beside = _beside_on_the_step_instance()
     assert beside.done.wait(10.0)
-    found = beside.result()
-    assert found is not None and found.columns == {}
+    assert beside.result().columns == {}
     assert escaped == []
