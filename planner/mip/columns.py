@@ -12,10 +12,13 @@ dozens of projects together.
 Columns come from each part's LP under the LP's prices and under copies of them
 perturbed row by row (:data:`PRICE_SPREAD`), dived to an integer point
 (:func:`dive`): starts and running slices first, then the charging that follows them.
+Each part keeps one LP for all its price vectors: its bounds reset and its prices
+changed, each dive starts from the last one's basis.
 The dives run in the parts process (which gives way to the searches), in batches, from
 a thread of the planner (:class:`ColumnsBeside`); the master is a model like any
 other, solved by the planner's backend. In the planner, on six families, seeds 1-24:
-better on 112 epochs, worse on 18 (docs/formulation-passes.md, *Twenty-second pass*).
+better on 112 epochs, worse on 18 (docs/formulation-passes.md, *Twenty-second pass*);
+ten price vectors from one LP per part then better on 93, worse on 37 (*Twenty-third*).
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ from planner.mip.relax import (
 
 #: Price vectors per part: the LP's duals, and this many less one perturbed copies.
 #: Offline, from the planner's final incumbents of 10-11 epochs of five families (master
-#: 1 s): three gave a median 5.5% of the LP's gap, six 10.1% (columns in 1.2-2.6 s),
-#: ten 13.9% (2.1-4.1 s, more than the time before the master has).
-PRICE_VECTORS = 6
+#: 1 s): three gave a median 5.5% of the LP's gap, six 10.1%, ten 13.9%. With one LP per
+#: part (:func:`dive_parts`) ten take about the time six took with an LP per vector; in
+#: the planner, six families, seeds 1-24: better on 93 epochs, worse on 37 than six
+#: (docs/formulation-passes.md, *Twenty-third pass*).
+PRICE_VECTORS = 10
 #: Each perturbed copy multiplies every coupling row's price by a factor drawn
 #: uniformly from [1 - spread, 1 + spread].
 PRICE_SPREAD = 0.3
@@ -129,10 +134,20 @@ def dive_parts(
         found: list[npt.NDArray[np.int64]] = []
         lower = np.asarray(sub.lower, dtype=np.float64)
         upper = np.asarray(sub.upper, dtype=np.float64)
+        every = np.arange(len(lower))
+        session: LpSession | None = None
         for cost in part_costs:
             if time.perf_counter() >= deadline:
                 break
-            point = dive(lp.open_lp(sub, cost), lower, upper, first, deadline)
+            if session is None:
+                session = lp.open_lp(sub, cost)
+            else:
+                # One LP per part, its bounds reset and its prices changed: a dive starts
+                # from the last one's basis (urgent-heavy seed 1: the columns in 1.3 s, not
+                # 2.2 s, with a new LP per price vector).
+                session.set_bounds(every, lower, upper)
+                session.set_objective(cost)
+            point = dive(session, lower, upper, first, deadline)
             if point is not None and not any(np.array_equal(point, f) for f in found):
                 found.append(point)
         out.append(found)

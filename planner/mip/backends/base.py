@@ -168,6 +168,11 @@ class LpSession(Protocol):
         """Set the bounds of variables ``idx`` to ``lower[idx]``, ``upper[idx]``."""
         ...
 
+    def set_objective(self, objective: npt.NDArray[np.float64]) -> None:
+        """Maximize ``objective`` (one coefficient per variable; the offset stays) from
+        now on, keeping the last basis to start from."""
+        ...
+
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:
         """Solve the session's model with every variable integer, within ``time_limit``
         (only for backends that declare ``integer_parts``); ``None`` when not even a

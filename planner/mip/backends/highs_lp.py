@@ -102,6 +102,11 @@ class HighsLp:
             cols = np.asarray(idx, dtype=np.int32)
             self._h.changeColsBounds(len(cols), cols, lower[cols], upper[cols])
 
+    def set_objective(self, objective: npt.NDArray[np.float64]) -> None:
+        """Maximize ``objective`` from now on (the offset stays), from the last basis."""
+        n = self._h.getNumCol()
+        self._h.changeColsCost(n, np.arange(n, dtype=np.int32), -np.asarray(objective, dtype=np.float64))
+
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:
         """Solve the model with every column integer (HiGHS's MIP: presolve, cuts and
         branching) within ``time_limit``, then make the columns continuous again.

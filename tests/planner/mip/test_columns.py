@@ -62,6 +62,22 @@ def test_a_dive_settles_the_decisions_before_what_follows_them() -> None:
     assert point[1] == 2 * point[0]
 
 
+def test_each_price_vector_of_a_part_dives_from_the_parts_own_bounds() -> None:
+    """One part, two price vectors, one LP: the first (5a + 4b + 3c) dives to a point
+    with ``a`` or ``c`` fixed at 1; the second (-a - b + 10c) must not start from those
+    fixings, and ends on its own optimum a = b = 0, c = 1."""
+    m = LinearModel()
+    xs = [m.add_var(n, 0, 1) for n in "abc"]
+    m.add_constraint(zip(xs, [2, 3, 2], strict=True), "<=", 5, "cap")
+    lp = lp_backend()
+    assert lp is not None
+    prices = [np.array([5.0, 4.0, 3.0]), np.array([-1.0, -1.0, 10.0])]
+    [found] = columns.dive_parts(lp, [m], [prices], [np.ones(3, dtype=bool)], 5.0)
+    assert len(found) == 2
+    assert found[0][0] + found[0][2] >= 1
+    assert found[1].tolist() == [0, 0, 1]
+
+
 def _shared() -> tuple[LinearModel, list[int]]:
     """Two projects' starts ``a`` and ``b`` (each 0..4, in a row of its own) and a
     variable ``f`` in no project (0..1) share ``a + b + f <= 5``; ``a`` is worth 3 a

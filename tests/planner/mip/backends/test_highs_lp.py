@@ -1,8 +1,10 @@
 """HiGHS's LP session (:class:`planner.mip.backends.highs_lp.HighsLp`): its model solved as
-integers (``run_integer``), for the Lagrangian bound's parts."""
+integers (``run_integer``), for the Lagrangian bound's parts, and under new prices
+(``set_objective``), for the master's columns."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from planner.mip.backends.highs_lp import HighsLp, highs_available
@@ -38,3 +40,14 @@ def test_the_session_is_an_lp_again_after_run_integer() -> None:
     assert session.run_integer(5.0) is not None
     assert session.run(5.0)
     assert session.objective() == pytest.approx(4.0)
+
+
+def test_set_objective_solves_the_same_lp_under_new_prices() -> None:
+    """After the LP's optimum (x = 1, y = 0.5), maximizing 1x + 4y instead takes y = 1
+    and x = 0.5 (4.5), as a fresh session with that objective does."""
+    session = HighsLp(_half_each())
+    assert session.run(5.0)
+    session.set_objective(np.array([1.0, 4.0]))
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(4.5)
+    assert list(session.values()) == pytest.approx([0.5, 1.0])
