@@ -644,7 +644,7 @@ def _master_search(
     found = columns.result()
     if not found.columns:
         return "restricted master: no columns found in time"
-    master = restricted_master(form.model, form.coupling_rows(), found, best.values)
+    master = restricted_master(form.model, columns.coupling, found, best.values)
     caps = solver.capabilities
     if not caps.takes_hint:
         master.model.hint = {}

@@ -187,6 +187,8 @@ class ColumnsBeside:
         deadline: float,
     ) -> None:
         self.started = time.perf_counter()
+        #: The rows the columns were priced over and the parts split by: the master's.
+        self.coupling = coupling
         self.done = threading.Event()
         self._stop = threading.Event()
         self._set = ColumnSet(parts, {})
