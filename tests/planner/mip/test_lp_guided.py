@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -86,6 +87,33 @@ def test_the_time_after_the_last_search_solves_the_open_lagrangian_parts(
     plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
     assert "open Lagrangian parts solved exactly" in plan.solver.message
     assert "then the Lagrangian parts solved exactly beside the searches and in the time left" in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_a_lagrangian_rounding_takes_the_place_of_the_later_lp_roundings() -> None:
+    """With time for the Lagrangian bound, the LP is rounded once (from 0.7) and the
+    Lagrangian point's rounding follows; 0.6 and 0.5 are not tried."""
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
+    assert "roundings: rounded up from 0.70: gap " in plan.solver.message
+    assert "Lagrangian rounding: gap " in plan.solver.message
+    assert "rounded up from 0.60" not in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_without_a_lagrangian_rounding_every_lp_rounding_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Lagrangian bound that solved no project gives no rounding: the LP is rounded
+    from 0.6 and 0.5 as well, after the bound."""
+    import planner.mip as mip
+    from planner.mip.relax import lagrangian_bound
+
+    monkeypatch.setattr(mip, "lagrangian_bound", lambda *a, **k: dataclasses.replace(lagrangian_bound(*a, **k), closed=0))
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
+    assert "Lagrangian rounding" not in plan.solver.message
+    assert "roundings: rounded up from 0.70: gap " in plan.solver.message
+    for up in ("0.60", "0.50"):
+        assert f"rounded up from {up}: gap " in plan.solver.message
     check_plan(snapshot, plan)
 
 
