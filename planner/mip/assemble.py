@@ -412,13 +412,14 @@ def fill_gaps(
             heap.append((neg, project, shape))
     heapq.heapify(heap)
     out: list[Run] = []
+    no_hole: set[tuple[int, int, int, int, float]] = set()  # see _try_start
     while heap:
         _, project, shape = heapq.heappop(heap)
         heapq.heappop(ranked[project])  # the shape's entry: its head is taken now
         entry = heapq.heappop(waiting[project][shape])
         cls = epoch.classes[entry[4] // 1_000_000]
         st = cls.jobs[entry[4] % 1_000_000]
-        started = _try_start(epoch, board, cls, st, prev)
+        started = _try_start(epoch, board, cls, st, prev, no_hole)
         if started is None:
             dead.add(cls.index)  # identical members: none fits now, nor will later
             rerank(project, shape)
@@ -511,8 +512,20 @@ def utility_gain(epoch: Epoch, project: str, charged: int, add: int) -> float:
 
 
 def _try_start(
-    epoch: Epoch, board: Board, cls: JobClass, st: JobState, prev: dict[str, tuple[str, ...]]
+    epoch: Epoch,
+    board: Board,
+    cls: JobClass,
+    st: JobState,
+    prev: dict[str, tuple[str, ...]],
+    no_hole: set[tuple[int, int, int, int, float]],
 ) -> Run | None:
+    """The job's run in the first slice and pool with a hole for it, taken on ``board``.
+
+    ``no_hole`` holds the (pool, GPUs, first slice, end slice, contract) that found no
+    hole on this board before: the board only fills, so they never will (whether a hole
+    exists does not depend on the job's previous nodes, only which one is taken), and
+    the jobs of other projects of the same shape skip the search of every node.
+    """
     job = st.job
     pools = [(p, epoch.pools[p], epoch.pools[p].taken(job.gpus)) for p in cls.pools]
     guard = drain_guard(job, True, st.remaining)
@@ -521,8 +534,12 @@ def _try_start(
             if board.pool_free(pool, first) < taken:
                 continue
             last = first + cls.length(first, epoch.slices)
+            key = (p, job.gpus, first, last, guard)
+            if key in no_hole:
+                continue
             nodes = board.place(pool, job.gpus, first, last, prev.get(job.id, ()), guard)
             if nodes is None:
+                no_hole.add(key)
                 continue
             run = Run(st, p, first, last, nodes, False)
             board.occupy(run, pool)

@@ -6,7 +6,11 @@ running the whole epoch does ``g * 10 * 4`` quanta of work.
 
 from __future__ import annotations
 
-from planner.mip.assemble import FillState, start_gain, utility_gain
+from typing import Any
+
+import pytest
+
+from planner.mip.assemble import Board, FillState, start_gain, utility_gain
 from planner.mip.epoch import build_epoch
 from planner.mip.greedy import greedy_runs
 
@@ -68,3 +72,34 @@ def test_fill_keeps_the_project_order_inside_a_shape() -> None:
     )
     runs = greedy_runs(build_epoch(snapshot), None).runs
     assert [r.state.job.id for r in runs] == ["high"]
+
+
+def test_a_shape_that_found_no_hole_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two nodes, each half held all epoch by a running 4-GPU job: the pool has 8 GPUs
+    free in every slice, but no node with 8. ``b``'s 8-GPU job searches the nodes in
+    each of the four slices and finds no hole; ``c``'s job of the same shape finds none
+    either, without searching the nodes again (the board only fills)."""
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=2)
+        .project("a", owed=8)
+        .project("b", owed=8)
+        .project("c", owed=8)
+        .running("r0", ("c-h100-000",), "a", gpus=4)
+        .running("r1", ("c-h100-001",), "a", gpus=4)
+        .queued("b1", "b")
+        .queued("c1", "c")
+        .build()
+    )
+    epoch = build_epoch(snapshot)
+    searched: list[int] = []
+    real_place = Board.place
+
+    def counted(self: Board, *args: Any, **kwargs: Any) -> tuple[str, ...] | None:
+        searched.append(args[1])
+        return real_place(self, *args, **kwargs)
+
+    monkeypatch.setattr(Board, "place", counted)
+    runs = greedy_runs(epoch, None).runs
+    assert sorted(r.state.job.id for r in runs) == ["r0", "r1"]
+    assert searched == [8] * epoch.slices
