@@ -82,9 +82,10 @@ SHORT_LIMIT = 1.0
 #: against 5.03%), 0.5 on 2 (many-projects), all down on 1 (type-restricted seed 2:
 #: 4.24% against 4.45%), so all down gave way to 0.6: the best of the three is better
 #: on 7 snapshots and worse on that one. The first is tried at once, the others only
-#: where no Lagrangian rounding follows: in 696 runs of the seven families that had one
-#: (session of 2026-12-05) it beat all three every time, and each placement takes
-#: 0.1-0.3 s of the searches' time.
+#: where no Lagrangian rounding follows: where 0.6 or 0.5 beat 0.7, the Lagrangian
+#: rounding beat them too (870 runs of the seven families, within the logs' 0.015
+#: points; exactly, offline, on 10 epochs of five), and each placement takes 0.1-0.3 s
+#: of the searches' time (docs/formulation-passes.md, *Twenty-fourth pass*).
 ROUNDINGS = (0.7, 0.6, 0.5)
 #: The neighbourhood search stops once its answer is within this fraction of the
 #: planner's ``rel_gap`` of the whole model's bound: its answers lose some objective to
