@@ -56,15 +56,28 @@ def serve(fd: int) -> None:
     while True:
         try:
             request = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the parent is gone
             return
         if request is None:
             return
         fn, args = request
         try:
-            conn.send(("ok", fn(*args)))
+            reply = ("ok", fn(*args))
         except Exception as exc:  # the parent turns it into a solver error
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            try:
+                conn.send(reply)
+            except OSError:
+                raise
+            except Exception as exc:  # an answer that does not pickle (nothing was sent)
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            # The parent is gone: it exited while a call ran (the parts process works
+            # to the planner's deadline, which may be after the planner has returned).
+            # Nobody reads the answer, and a traceback here would reach the caller's
+            # terminal after its program ended.
+            return
 
 
 def ready() -> bool:

@@ -71,6 +71,26 @@ def test_the_child_imports_the_parents_planner_not_one_in_its_working_directory(
     assert done.stdout.strip() == str(tmp_path)  # it ran there, with the right planner
 
 
+def test_a_child_whose_parent_exits_mid_call_ends_quietly() -> None:
+    """The parent exits while the child works (the parts process runs to the planner's
+    deadline, after plan_epoch has returned): the child ends without printing anything
+    on the stderr it shares with the parent."""
+    root = Path(__file__).resolve().parents[4]
+    script = (
+        f"import sys; sys.path.insert(0, {str(root)!r})\n"
+        "import threading, time\n"
+        "from planner.mip.backends.isolate import Isolated\n"
+        "child = Isolated()\n"
+        "child.call(time.time, (), timeout=30.0)\n"
+        "threading.Thread(target=child.call, args=(time.sleep, (1.0,), 30.0), daemon=True).start()\n"
+        "time.sleep(0.3)\n"
+    )
+    # The pipe closes only when the child has ended too: what it prints is captured.
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
 def test_call_runs_in_another_process(child: Isolated) -> None:
     """The function runs in the child: its process id is not ours."""
     assert child.call(os.getpid, (), timeout=30.0) != os.getpid()
@@ -120,6 +140,13 @@ def test_an_exception_in_the_child_comes_back_as_an_error(child: Isolated) -> No
     """A Python exception in the child is raised here with its type and message."""
     with pytest.raises(RuntimeError, match="FileNotFoundError"):
         child.call(os.stat, ("/no/such/file",), timeout=30.0)
+
+
+def test_an_answer_that_cannot_be_pickled_comes_back_as_an_error(child: Isolated) -> None:
+    """The child's answer does not pickle: an error says why, and the child serves on."""
+    with pytest.raises(RuntimeError, match="pickle"):
+        child.call(threading.Lock, (), timeout=30.0)
+    assert child.call(os.getpid, (), timeout=30.0) != os.getpid()
 
 
 def test_cpsat_in_the_solver_process_solves_to_the_same_optimum() -> None:
