@@ -65,13 +65,14 @@ def serve(fd: int) -> None:
             reply = ("ok", fn(*args))
         except Exception as exc:  # the parent turns it into a solver error
             reply = ("error", f"{type(exc).__name__}: {exc}")
+        # Pickled apart from the sending (as call() does): an answer that does not
+        # pickle becomes an error, and only the sending can find the parent gone.
         try:
-            try:
-                conn.send(reply)
-            except OSError:
-                raise
-            except Exception as exc:  # an answer that does not pickle (nothing was sent)
-                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            data = ForkingPickler.dumps(reply)
+        except Exception as exc:
+            data = ForkingPickler.dumps(("error", f"{type(exc).__name__}: {exc}"))
+        try:
+            conn.send_bytes(data)
         except OSError:
             # The parent is gone: it exited while a call ran (the parts process works
             # to the planner's deadline, which may be after the planner has returned).
