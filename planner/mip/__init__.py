@@ -37,7 +37,7 @@ from planner.mip.backends import (
     lp_backend,
 )
 from planner.mip.backends.base import Concurrent, Laned, LpCapable, Prestarting
-from planner.mip.columns import ColumnsBeside, restricted_master
+from planner.mip.columns import ColumnsBeside, forced_columns, restricted_master
 from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
@@ -58,6 +58,7 @@ from planner.mip.relax import (
     Parts,
     PartsBeside,
     lagrangian_bound,
+    priced_objective,
     split_parts,
     warm_parts,
 )
@@ -152,6 +153,11 @@ STAKE_SHARE = 1.0
 MASTER_SHARE = 0.6
 #: Seconds the restricted master's search may take at most.
 MASTER_CAP = 1.5
+#: For the master beside the first (:func:`_master_search`): columns with one more
+#: start of a class the LP starts more of than the incumbent, on this many of its
+#: pools (:func:`_one_more_start`), dived for at most :data:`FORCED_SECONDS`.
+FORCED_POOLS = 3
+FORCED_SECONDS = 1.0
 Placed = tuple[list[Run], set[str], Board]
 
 
@@ -438,11 +444,11 @@ def _lp_guided(
     coupling = form.coupling_rows()
     parts: Parts | None = None  # split once, for the columns and the Lagrangian bound
     side_by_side = isinstance(solver, Concurrent) and solver.capabilities.concurrent > 1
+    lp_duals: npt.NDArray[np.float64] | None = None
     if side_by_side and form.model.num_vars > LP_GUIDED_VARS and master_at - time.perf_counter() > MIN_SEARCH:
         parts = split_parts(form.model, coupling)
-        columns = ColumnsBeside(
-            form.model, coupling, parts, session.duals(), lp_values, form.decisions(), lp, master_at
-        )
+        lp_duals = session.duals()
+        columns = ColumnsBeside(form.model, coupling, parts, lp_duals, lp_values, form.decisions(), lp, master_at)
     # 2. Roundings of the LP optimum, each placed and filled (the fill takes what
     # rounding down left free, by gain per quantum); the best becomes the incumbent.
     # The first now; the others only where no Lagrangian rounding follows (ROUNDINGS).
@@ -524,7 +530,12 @@ def _lp_guided(
             break
         assert best.values is not None
         if columns is not None and (columns.done.is_set() or time.perf_counter() >= master_at):
-            searches.append(_master_search(form, solver, columns, epoch, previous, best, bound, deadline, rel_gap))
+            assert lp_duals is not None  # set with the columns
+            searches.append(
+                _master_search(
+                    form, solver, columns, lp_values, lp_duals, lp, epoch, previous, best, bound, deadline, rel_gap
+                )
+            )
             columns = None
             round_ += 1
             if best.gap(bound) <= rel_gap:
@@ -636,10 +647,40 @@ def _lp_guided(
     )
 
 
+def _one_more_start(
+    form: Formulation, lp_values: npt.NDArray[np.float64], incumbent: npt.NDArray[np.int64]
+) -> list[tuple[int, int]]:
+    """For each job class the LP starts more of than the incumbent (with a member
+    left to start), its first-slice start on each of the :data:`FORCED_POOLS` pools
+    where the LP starts most of it, at one more than the incumbent's."""
+    table = form.start_table()
+    out: list[tuple[int, int]] = []
+    for rows in form.class_starts():
+        cls = form.epoch.classes[int(table.cls[rows[0]])]
+        lp_starts = float(lp_values[table.var[rows]].sum())
+        started = int(incumbent[table.var[rows]].sum())
+        if lp_starts <= started + 0.05 or started >= len(cls.jobs):
+            continue
+        mass: dict[int, float] = {}
+        first: dict[int, int] = {}
+        for i in rows.tolist():
+            pool, var = int(table.pool[i]), int(table.var[i])
+            mass[pool] = mass.get(pool, 0.0) + float(lp_values[var])
+            if table.start[i] == 0:
+                first[pool] = var
+        for pool in sorted(mass, key=lambda p: (-mass[p], p))[:FORCED_POOLS]:
+            if pool in first:
+                out.append((first[pool], int(incumbent[first[pool]]) + 1))
+    return out
+
+
 def _master_search(
     form: Formulation,
     solver: Backend,
     columns: ColumnsBeside,
+    lp_values: npt.NDArray[np.float64],
+    lp_duals: npt.NDArray[np.float64],
+    lp: LpCapable,
     epoch: Epoch,
     previous: Plan | None,
     best: _Best,
@@ -649,29 +690,66 @@ def _master_search(
 ) -> str:
     """The restricted master over the columns found so far and the incumbent's own
     (:func:`~planner.mip.columns.restricted_master`), searched by ``solver`` for at most
-    :data:`MASTER_CAP`; its answer placed and kept when better. Returns the search's
-    line for the message."""
+    :data:`MASTER_CAP`; its answer placed and kept when better. A backend that searches
+    two models at once gets a second master beside it, over those columns and the ones
+    that start one more job of a class the incumbent starts less of than the LP
+    (:func:`_one_more_start`, dived under the LP's prices ``lp_duals``): each master
+    finds plans the other misses. Returns the search's line for the message."""
     assert best.values is not None
     columns.stop()
-    found = columns.result()
-    if not found.columns:
+    dived = columns.result()
+    if not dived.columns:
         return "restricted master: no columns found in time"
-    master = restricted_master(form.model, columns.coupling, found, best.values)
     caps = solver.capabilities
-    if not caps.takes_hint:
-        master.model.hint = {}
-    if caps.stop_at_bound:
-        master.model.stop_at = _stop_at(bound, rel_gap)
+    # The second master only where its columns leave the first its whole time.
+    pair = (
+        isinstance(solver, Concurrent)
+        and caps.concurrent > 1
+        and deadline - time.perf_counter() >= FORCED_SECONDS + MASTER_CAP + 0.5
+    )
+    forcing = time.perf_counter()
+    sets = [dived]
+    if pair:
+        cost = priced_objective(form.model, columns.coupling, lp_duals)[0]
+        wanted = _one_more_start(form, lp_values, best.values)
+        more = forced_columns(
+            form.model, dived, cost, wanted, form.decisions(), lp, forcing + FORCED_SECONDS
+        )
+        if more.count > dived.count:
+            sets.append(more)
+    forced_s = time.perf_counter() - forcing
+    masters = [restricted_master(form.model, columns.coupling, found, best.values) for found in sets]
+    for master in masters:
+        if not caps.takes_hint:
+            master.model.hint = {}
+        if caps.stop_at_bound:
+            master.model.stop_at = _stop_at(bound, rel_gap)
     left = deadline - time.perf_counter()
+    limit = max(min(MASTER_CAP, left - 0.5), 0.1)
+    gap_share = SEARCH_GAP_SHARE * rel_gap
     started = time.perf_counter()
-    answer = solver.solve(master.model, time_limit=max(min(MASTER_CAP, left - 0.5), 0.1), rel_gap=SEARCH_GAP_SHARE * rel_gap)
+    if len(masters) > 1:
+        assert isinstance(solver, Concurrent)
+        answers = solver.solve_many([m.model for m in masters], time_limit=limit, rel_gap=gap_share)
+    else:
+        answers = [solver.solve(masters[0].model, time_limit=limit, rel_gap=gap_share)]
     spent = time.perf_counter() - started
-    if answer.values is not None:
-        best.offer(form, epoch, previous, master.values(answer.values), "restricted master")
+    for master, answer in zip(masters, answers, strict=True):
+        if answer.values is not None:
+            best.offer(form, epoch, previous, master.values(answer.values), "restricted master")
+    whys = "; ".join(
+        dict.fromkeys(_why_search(answer, master.model, gap_share) for master, answer in zip(masters, answers, strict=True))
+    )
+    beside = ""
+    if len(sets) > 1:
+        beside = (
+            f", beside it {masters[1].model.num_vars} with {sets[1].count - dived.count} columns "
+            f"that start one more job ({forced_s:.2f}s)"
+        )
     return (
-        f"restricted master: {found.count} columns of {len(found.columns)} of {len(found.parts.rows)} parts "
-        f"in {found.seconds:.2f}s, {master.model.num_vars} variables in {spent:.2f}s, "
-        f"{_why_search(answer, master.model, SEARCH_GAP_SHARE * rel_gap)}, gap {best.gap(bound):.2%}"
+        f"restricted master: {dived.count} columns of {len(dived.columns)} of {len(dived.parts.rows)} parts "
+        f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
+        f"{whys}, gap {best.gap(bound):.2%}"
     )
 
 

@@ -16,7 +16,10 @@ Each part keeps one LP for all its price vectors: its bounds reset and its price
 changed, each dive starts from the last one's basis.
 The dives run in the parts process (which gives way to the searches), in batches, from
 a thread of the planner (:class:`ColumnsBeside`); the master is a model like any
-other, solved by the planner's backend. In the planner, on six families, seeds 1-24:
+other, solved by the planner's backend. Beside it, a second master adds columns that
+start one more job of a class than the incumbent does (:func:`forced_columns`): the
+perturbed prices' dives seldom give those, since each part's LP spreads such a start
+over fractions of several. In the planner, on six families, seeds 1-24:
 better on 112 epochs, worse on 18 (docs/formulation-passes.md, *Twenty-second pass*);
 ten price vectors from one LP per part then better on 93, worse on 37 (*Twenty-third*).
 """
@@ -152,6 +155,50 @@ def dive_parts(
                 found.append(point)
         out.append(found)
     return out
+
+
+def forced_columns(
+    model: LinearModel,
+    found: ColumnSet,
+    cost: npt.NDArray[np.float64],
+    forced: list[tuple[int, int]],
+    decisions: npt.NDArray[np.bool_],
+    lp: LpCapable,
+    deadline: float,
+) -> ColumnSet:
+    """``found`` and, for each ``(variable, at least)`` of ``forced``, its part's LP under
+    ``cost`` with the variable held at or above that value, dived (:func:`dive`): a
+    column that starts one more job of a class than the incumbent does, which the
+    price vectors' dives seldom give (their LPs spread such a start over fractions).
+    One LP per part, its bounds reset between forcings; until ``deadline``."""
+    parts = found.parts
+    columns = {r: list(c) for r, c in found.columns.items()}
+    by_part: dict[int, list[tuple[int, int]]] = {}
+    for var, least in forced:
+        root = int(parts.roots[var])
+        if root in parts.rows:
+            by_part.setdefault(root, []).append((var, least))
+    for root, wanted in by_part.items():
+        if time.perf_counter() >= deadline:
+            break
+        idx = parts.members[root]
+        sub = part_model(model, idx, parts.rows[root])
+        lower = np.asarray(sub.lower, dtype=np.float64)
+        upper = np.asarray(sub.upper, dtype=np.float64)
+        every = np.arange(len(lower))
+        session = lp.open_lp(sub, cost[idx])
+        own = columns.setdefault(root, [])
+        for var, least in wanted:
+            if time.perf_counter() >= deadline:
+                break
+            at = int(np.searchsorted(idx, var))
+            low = lower.copy()
+            low[at] = min(max(float(least), low[at]), upper[at])
+            session.set_bounds(every, low, upper)
+            point = dive(session, low, upper, decisions[idx], deadline)
+            if point is not None and not any(np.array_equal(point, c) for c in own):
+                own.append(point)
+    return ColumnSet(parts, columns, found.seconds)
 
 
 @dataclass

@@ -102,6 +102,14 @@ class Formulation:
         ranks = rank[inverse.reshape(-1)]
         return np.argsort(ranks, kind="stable"), np.bincount(ranks, minlength=len(first))
 
+    def class_starts(self) -> list[npt.NDArray[np.int64]]:
+        """Each class's rows of :meth:`start_table`, classes in the order ``x`` first
+        names them (as :meth:`groups`)."""
+        if not len(self.start_table().var):
+            return []
+        order, counts = self._class_order()
+        return np.split(order, np.cumsum(counts)[:-1])
+
     def group_projects(self) -> list[str]:
         """The project of each of :meth:`groups`, in the same order."""
         table = self.start_table()

@@ -188,3 +188,33 @@ def test_columns_beside_that_fail_end_quietly_with_what_they_have(monkeypatch: p
     assert beside.done.wait(10.0)
     assert beside.result().columns == {}
     assert escaped == []
+
+
+def test_a_forced_column_holds_its_variable_at_the_value_asked() -> None:
+    """At prices where ``a`` costs more than it earns (its part's LP leaves it at 0),
+    ``a`` held at 2 or more dives to the column a = 2; the other part keeps its own."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    by_name = {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+    found = columns.ColumnSet(parts, {by_name["a"]: [np.array([0])], by_name["b"]: [np.array([4])]})
+    lp = lp_backend()
+    assert lp is not None
+    cost = np.array([-1.0, 1.0, -3.0])  # (3, 5, 1) less 4 on each shared term
+    both = columns.forced_columns(m, found, cost, [(0, 2)], np.ones(3, dtype=bool), lp, time.perf_counter() + 30.0)
+    assert [c.tolist() for c in both.columns[by_name["a"]]] == [[0], [2]]
+    assert [c.tolist() for c in both.columns[by_name["b"]]] == [[4]]
+
+
+def test_a_forced_variable_in_no_part_and_a_past_deadline_add_nothing() -> None:
+    """``f`` is in no part (only the shared row holds it): nothing to dive; and with the
+    deadline gone, ``a`` is not dived either."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    found = columns.ColumnSet(parts, {})
+    lp = lp_backend()
+    assert lp is not None
+    cost = np.array([3.0, 5.0, 1.0])
+    f_only = columns.forced_columns(m, found, cost, [(2, 1)], np.ones(3, dtype=bool), lp, time.perf_counter() + 30.0)
+    assert all(not cols for cols in f_only.columns.values())
+    late = columns.forced_columns(m, found, cost, [(0, 1)], np.ones(3, dtype=bool), lp, time.perf_counter() - 1.0)
+    assert all(not cols for cols in late.columns.values())

@@ -10,6 +10,7 @@ import pytest
 
 from models import Snapshot, SolveStatus
 from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, plan_epoch
+from planner.mip.backends.base import SolveResult
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import apply
@@ -127,6 +128,46 @@ def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
     check_plan(snapshot, plan)
 
 
+class _CountingMasters(CpSatBackend):
+    """CP-SAT that counts, per call of ``solve_many``, the restricted masters among the
+    models (their variables are named ``column[...]``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.masters: list[int] = []
+
+    def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
+        self.masters.append(sum(any(n.startswith("column[") for n in m.names) for m in models))
+        return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
+
+
+def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_first() -> None:
+    """With the searches side by side and time to spare, the master over the dived
+    columns and one over those and the columns that start one more job are searched
+    at once, one worker each; the plan stays valid."""
+    snapshot = medium_snapshot()
+    backend = _CountingMasters()
+    plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
+    assert "columns that start one more job" in plan.solver.message
+    assert 2 in backend.masters
+    check_plan(snapshot, plan)
+
+
+def test_a_master_with_too_little_time_for_a_second_runs_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the second master's columns would cut into the first's time (here: a
+    master that may take all the time there is), the master runs alone."""
+    import planner.mip as mip
+
+    monkeypatch.setattr(mip, "MASTER_CAP", 60.0)
+    snapshot = medium_snapshot()
+    backend = _CountingMasters()
+    plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
+    assert "restricted master: " in plan.solver.message
+    assert "columns that start one more job" not in plan.solver.message
+    assert 2 not in backend.masters
+    check_plan(snapshot, plan)
+
+
 def test_a_lane_backend_gets_no_restricted_master() -> None:
     """A backend that searches one model at a time (a lane's) leaves the other cores to
     the other lanes: no columns are found beside it, and no master runs."""
@@ -193,3 +234,27 @@ def test_a_small_epoch_with_time_is_solved_whole_from_the_greedy() -> None:
     plan = plan_epoch(contended_snapshot(), time_limit=2 * SHORT_LIMIT, rel_gap=0.0)
     assert "cpsat on the whole model: " in plan.solver.message
     assert "roundings: " not in plan.solver.message
+
+
+def test_a_class_the_lp_starts_more_of_gets_one_more_first_slice_start_to_force() -> None:
+    """The step instance: the LP starts 1.5 of ``a``'s two jobs and 3.5 of ``b``'s
+    eight. Against an incumbent that starts none, each class gets its first-slice start
+    held at 1; against one that starts both of ``a``'s jobs, only ``b``'s class."""
+    from planner.mip import _one_more_start
+
+    from .test_lagrangian import a_step_between_jobs
+
+    f = apply(build_epoch(a_step_between_jobs()))
+    relaxed = solve_relaxation(f.model, 5.0)
+    assert relaxed is not None
+    lp_values = relaxed.values
+    table = f.start_table()
+    first = {int(table.cls[i]): int(table.var[i]) for i in range(len(table.var)) if table.start[i] == 0}
+    by_project = {c.project: c.index for c in f.epoch.classes}
+    none = np.zeros(f.model.num_vars, dtype=np.int64)
+    assert sorted(_one_more_start(f, lp_values, none)) == sorted(
+        [(first[by_project["a"]], 1), (first[by_project["b"]], 1)]
+    )
+    both_a = none.copy()
+    both_a[first[by_project["a"]]] = 2
+    assert _one_more_start(f, lp_values, both_a) == [(first[by_project["b"]], 1)]
