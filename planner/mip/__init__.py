@@ -58,7 +58,6 @@ from planner.mip.relax import (
     Parts,
     PartsBeside,
     lagrangian_bound,
-    priced_objective,
     split_parts,
     warm_parts,
 )
@@ -444,11 +443,11 @@ def _lp_guided(
     coupling = form.coupling_rows()
     parts: Parts | None = None  # split once, for the columns and the Lagrangian bound
     side_by_side = isinstance(solver, Concurrent) and solver.capabilities.concurrent > 1
-    lp_duals: npt.NDArray[np.float64] | None = None
     if side_by_side and form.model.num_vars > LP_GUIDED_VARS and master_at - time.perf_counter() > MIN_SEARCH:
         parts = split_parts(form.model, coupling)
-        lp_duals = session.duals()
-        columns = ColumnsBeside(form.model, coupling, parts, lp_duals, lp_values, form.decisions(), lp, master_at)
+        columns = ColumnsBeside(
+            form.model, coupling, parts, session.duals(), lp_values, form.decisions(), lp, master_at
+        )
     # 2. Roundings of the LP optimum, each placed and filled (the fill takes what
     # rounding down left free, by gain per quantum); the best becomes the incumbent.
     # The first now; the others only where no Lagrangian rounding follows (ROUNDINGS).
@@ -530,11 +529,8 @@ def _lp_guided(
             break
         assert best.values is not None
         if columns is not None and (columns.done.is_set() or time.perf_counter() >= master_at):
-            assert lp_duals is not None  # set with the columns
             searches.append(
-                _master_search(
-                    form, solver, columns, lp_values, lp_duals, lp, epoch, previous, best, bound, deadline, rel_gap
-                )
+                _master_search(form, solver, columns, lp_values, lp, epoch, previous, best, bound, deadline, rel_gap)
             )
             columns = None
             round_ += 1
@@ -679,7 +675,6 @@ def _master_search(
     solver: Backend,
     columns: ColumnsBeside,
     lp_values: npt.NDArray[np.float64],
-    lp_duals: npt.NDArray[np.float64],
     lp: LpCapable,
     epoch: Epoch,
     previous: Plan | None,
@@ -693,7 +688,7 @@ def _master_search(
     :data:`MASTER_CAP`; its answer placed and kept when better. A backend that searches
     two models at once gets a second master beside it, over those columns and the ones
     that start one more job of a class the incumbent starts less of than the LP
-    (:func:`_one_more_start`, dived under the LP's prices ``lp_duals``): each master
+    (:func:`_one_more_start`, dived under the columns' prices): each master
     finds plans the other misses. Returns the search's line for the message."""
     assert best.values is not None
     columns.stop()
@@ -710,10 +705,9 @@ def _master_search(
     forcing = time.perf_counter()
     sets = [dived]
     if pair:
-        cost = priced_objective(form.model, columns.coupling, lp_duals)[0]
         wanted = _one_more_start(form, lp_values, best.values)
         more = forced_columns(
-            form.model, dived, cost, wanted, form.decisions(), lp, forcing + FORCED_SECONDS
+            form.model, dived, columns.prices, wanted, form.decisions(), lp, forcing + FORCED_SECONDS
         )
         if more.count > dived.count:
             sets.append(more)

@@ -236,6 +236,9 @@ class ColumnsBeside:
         self.started = time.perf_counter()
         #: The rows the columns were priced over and the parts split by: the master's.
         self.coupling = coupling
+        #: The objective at the LP's prices, the first price vector: what the master's
+        #: own columns (:func:`forced_columns`) are dived under too.
+        self.prices = priced_objective(model, coupling, duals)[0]
         self.done = threading.Event()
         self._stop = threading.Event()
         self._set = ColumnSet(parts, {})
@@ -260,7 +263,7 @@ class ColumnsBeside:
         try:
             # The same perturbations every run: the planner is a pure function.
             rng = np.random.default_rng(0)
-            vectors = [priced_objective(model, coupling, duals)[0]]
+            vectors = [self.prices]
             for _ in range(PRICE_VECTORS - 1):
                 factor = rng.uniform(1 - PRICE_SPREAD, 1 + PRICE_SPREAD, size=len(duals))
                 vectors.append(priced_objective(model, coupling, duals * factor)[0])

@@ -82,11 +82,7 @@ class Formulation:
     def groups(self) -> list[list[int]]:
         """Variables that move together: each job class's, each running job's."""
         table = self.start_table()
-        by_class: list[list[int]] = []
-        if len(table.var):
-            order, counts = self._class_order()
-            cuts = np.cumsum(counts)[:-1]
-            by_class = [part.tolist() for part in np.split(table.var[order], cuts)]
+        by_class = [table.var[rows].tolist() for rows in self.class_starts()]
         by_job: dict[int, list[int]] = {}
         for (j, _), var in self.z.items():
             by_job.setdefault(j, []).append(var)
