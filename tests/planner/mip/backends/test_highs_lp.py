@@ -51,3 +51,30 @@ def test_set_objective_solves_the_same_lp_under_new_prices() -> None:
     assert session.run(5.0)
     assert session.objective() == pytest.approx(4.5)
     assert list(session.values()) == pytest.approx([0.5, 1.0])
+
+
+def _presolve(highs: object) -> str:
+    """HiGHS's presolve option (some highspy releases return it with a status)."""
+    value = highs.getOptionValue("presolve")  # type: ignore[attr-defined]
+    return str(value[1] if isinstance(value, tuple) else value)
+
+
+def test_lp_runs_skip_presolve_and_integer_runs_keep_it() -> None:
+    """The LP runs go without HiGHS's presolve (the same optimum, faster on the epoch
+    LPs); an integer run presolves, and the LP runs after it go without again."""
+    session = HighsLp(_half_each())
+    highs = session._h  # the HiGHS object, to read its options
+    assert _presolve(highs) == "off"
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(4.0)
+    seen: list[str] = []
+    run = highs.run
+
+    def spy() -> object:
+        seen.append(_presolve(highs))
+        return run()
+
+    highs.run = spy
+    assert session.run_integer(5.0) is not None
+    assert seen == ["choose"]
+    assert _presolve(highs) == "off"
