@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from models import Job
 from planner.mip.assemble import Run, Start
-from planner.mip.epoch import Epoch, JobClass
+from planner.mip.epoch import Epoch, JobClass, SubPool
 from planner.mip.model import LinearModel
 from planner.mip.objective import (
     AGING_BONUS,
@@ -260,53 +260,77 @@ def apply(epoch: Epoch) -> Formulation:
             if job.allocated:
                 funded_pieces.setdefault(job.project, []).append(piece)
 
-    # 2. Queued classes: x[c, p, a] members started in slice a on pool p.
-    caps = [[pool.capacity(k) for k in range(S)] for pool in epoch.pools]
-    for c in epoch.classes:
-        count_terms: list[tuple[int, int]] = []
-        per_q = _class_bonus(epoch, ranks, c)
-        most = 0  # the most one member could be charged
+    # 2. Queued classes: x[c, p, a] members started in slice a on pool p. Built as
+    #    arrays (:func:`_queued_starts`): with tens of thousands of starts, a Python
+    #    loop over them was most of the model's build. Variables, terms and rows come
+    #    in the order a loop over classes, pools and start slices gives them.
+    st = _queued_starts(epoch, ranks)
+    for p in st.node_pools:
+        node_pools.add(p)
+    n = len(st.var_cls)
+    first = m.add_vars(
+        [
+            f"x[{epoch.classes[i].index},{p},{a}]"
+            for i, p, a in zip(st.var_cls.tolist(), st.var_pool.tolist(), st.var_start.tolist(), strict=True)
+        ],
+        [0] * n,
+        st.ub.tolist(),
+    )
+    xvars = np.arange(first, first + n, dtype=np.int64)
+    class_index = np.array([c.index for c in epoch.classes], dtype=np.int64)
+    f.x.update(
+        zip(
+            zip(class_index[st.var_cls].tolist(), st.var_pool.tolist(), st.var_start.tolist(), strict=True),
+            xvars.tolist(),
+            strict=True,
+        )
+    )
+    m.add_objectives(xvars, st.gain)
+    for rows in _first_touch_groups(st.var_cls):
+        i = int(st.var_cls[rows[0]])
+        c = epoch.classes[i]
+        m.add_row(xvars[rows], np.ones(len(rows), dtype=np.int64), "<=", len(c.jobs), f"count[{c.index}]")
+    # Occupancy: a start holds its pool in every slice it runs.
+    along = np.repeat(np.arange(n), st.span)
+    slice_of = st.var_start[along] + (np.arange(len(along)) - np.repeat(np.cumsum(st.span) - st.span, st.span))
+    occ_key = st.var_pool[along] * S + slice_of
+    for rows in _first_touch_groups(occ_key):
+        key = (int(st.var_pool[along[rows[0]]]), int(slice_of[rows[0]]))
+        gpu_terms.setdefault(key, []).extend(_pairs(xvars[along[rows]], st.gpus[along[rows]]))
+    holds = st.whole[along] > 0
+    for rows in _first_touch_groups(occ_key[holds]):
+        held = along[holds][rows]
+        key = (int(st.var_pool[held[0]]), int(slice_of[holds][rows[0]]))
+        node_terms.setdefault(key, []).extend(_pairs(xvars[held], st.whole[held]))
+    # Work, funded work and funded slices per project (their orders do not matter:
+    # each is looked up by key or walked sorted).
+    projects = sorted({c.project for c in epoch.classes})
+    position = {project: i for i, project in enumerate(projects)}
+    project_of = np.array([position[c.project] for c in epoch.classes] or [0], dtype=np.int64)
+    var_project = project_of[st.var_cls]
+    work = st.span * st.wq
+    for rows in _first_touch_groups(var_project):
+        project = projects[int(var_project[rows[0]])]
+        work_terms.setdefault(project, []).extend(_pairs(xvars[rows], work[rows]))
+    funded = np.flatnonzero(st.allocated)
+    for rows in _first_touch_groups(var_project[funded] * 2 + st.urgent[funded]):
+        at = funded[rows]
+        c = epoch.classes[int(st.var_cls[at[0]])]
         fund = (c.project, c.urgent)
-        for p in c.pools:
-            pool = epoch.pools[p]
-            taken = pool.taken(c.gpus)
-            wq = epoch.work_q(c.gpus, pool)
-            multi = pool.multi(c.gpus)
-            # Whole nodes it needs to itself: all of a multi-node gang's, and one for a
-            # single-node gang of more than half a node (two cannot share a node).
-            whole = taken // pool.gpus_per_node if multi else int(2 * c.gpus > pool.gpus_per_node)
-            if whole:
-                node_pools.add(p)
-            for a in range(S):
-                span = c.length(a, S)
-                room = min(caps[p][a : a + span]) // taken
-                if room <= 0:
-                    continue
-                ub = min(len(c.jobs), room)
-                var = m.add_var(f"x[{c.index},{p},{a}]", 0, ub)
-                f.x[(c.index, p, a)] = var
-                count_terms.append((var, 1))
-                for k in range(a, a + span):
-                    # A gang that needs a node to itself counts the whole node.
-                    gpu_terms.setdefault((p, k), []).append(
-                        (var, taken if multi or not whole else pool.gpus_per_node)
-                    )
-                    if whole:
-                        node_terms.setdefault((p, k), []).append((var, whole))
-                gain = span * (WORK_BONUS * wq + per_q * wq)
-                if c.resuming:
-                    gain -= _resume_cost(epoch, wq)
-                m.add_objective(var, gain)
-                work_terms.setdefault(c.project, []).append((var, span * wq))
-                if c.allocated:
-                    size = (c.project, c.urgent, wq)
-                    funded_terms.setdefault(fund, []).append((var, span * wq))
-                    funded_max[fund] = funded_max.get(fund, 0) + span * wq * ub
-                    slice_terms.setdefault(size, []).append((var, span))
-                    slice_max[size] = slice_max.get(size, 0) + span * ub
-                    most = max(most, span * epoch.charge_of(wq, c.urgent))
-        if count_terms:
-            m.add_constraint(count_terms, "<=", len(c.jobs), f"count[{c.index}]")
+        funded_terms.setdefault(fund, []).extend(_pairs(xvars[at], work[at]))
+        funded_max[fund] = funded_max.get(fund, 0) + int((work[at] * st.ub[at]).sum())
+    size_key = (var_project[funded] * 2 + st.urgent[funded]) * (int(st.wq.max(initial=0)) + 1) + st.wq[funded]
+    for rows in _first_touch_groups(size_key):
+        at = funded[rows]
+        c = epoch.classes[int(st.var_cls[at[0]])]
+        size = (c.project, c.urgent, int(st.wq[at[0]]))
+        slice_terms.setdefault(size, []).extend(_pairs(xvars[at], st.span[at]))
+        slice_max[size] = slice_max.get(size, 0) + int((st.span[at] * st.ub[at]).sum())
+    # The most a class could be charged: its members, each at its costliest start.
+    for rows in _first_touch_groups(st.var_cls[funded]):
+        at = funded[rows]
+        c = epoch.classes[int(st.var_cls[at[0]])]
+        most = int((st.span[at] * st.charge[at]).max())
         if most:
             charge_most[c.project] = charge_most.get(c.project, 0) + most * len(c.jobs)
 
@@ -425,6 +449,102 @@ def apply(epoch: Epoch) -> Formulation:
     return f
 
 
+@dataclass(frozen=True)
+class _Starts:
+    """The start variables of the queued classes, as arrays, one entry per variable in
+    the order of classes, their pools, then start slices; only starts with room."""
+
+    var_cls: npt.NDArray[np.int64]  # position in ``epoch.classes``
+    var_pool: npt.NDArray[np.int64]
+    var_start: npt.NDArray[np.int64]
+    span: npt.NDArray[np.int64]  # slices a member started so runs
+    ub: npt.NDArray[np.int64]  # the most members started so
+    gpus: npt.NDArray[np.int64]  # GPUs each holds in the capacity rows
+    whole: npt.NDArray[np.int64]  # whole nodes each holds (0: none of its own)
+    wq: npt.NDArray[np.int64]  # work per slice, quanta
+    charge: npt.NDArray[np.int64]  # budget per slice, quanta
+    gain: npt.NDArray[np.int64]  # objective coefficient
+    allocated: npt.NDArray[np.bool_]
+    urgent: npt.NDArray[np.int64]
+    node_pools: list[int]  # pools where some class needs whole nodes
+
+
+def _queued_starts(epoch: Epoch, ranks: Ranks) -> _Starts:
+    """Every queued class's start variables (``x``) and their coefficients."""
+    S = epoch.slices
+    # lowest[p, a, n - 1]: the fewest GPUs pool p has in slices a .. a + n - 1.
+    lowest = np.zeros((len(epoch.pools), S, S), dtype=np.int64)
+    for pool in epoch.pools:
+        cap = [pool.capacity(k) for k in range(S)]
+        for k in range(S):
+            for n in range(1, S - k + 1):
+                lowest[pool.index, k, n - 1] = min(cap[k : k + n])
+    # One row per (class, allowed pool): what a member takes and earns there.
+    shapes: dict[tuple[int, int, bool, bool], tuple[int, int, int, int, int, int]] = {}
+    node_pools: list[int] = []
+    pairs: list[tuple[int, ...]] = []
+    for i, c in enumerate(epoch.classes):
+        bonus = _class_bonus(epoch, ranks, c)
+        for p in c.pools:
+            key = (p, c.gpus, c.urgent, c.resuming)
+            if key not in shapes:
+                shapes[key] = _member_shape(epoch, epoch.pools[p], c)
+            shape = shapes[key]
+            if shape[2] and p not in node_pools:
+                node_pools.append(p)
+            pairs.append((i, p, *shape, bonus, c.run, len(c.jobs), int(c.allocated) + 2 * int(c.urgent)))
+    cols = np.array(pairs, dtype=np.int64).reshape(len(pairs), 12).T
+    cls, pool_of, taken, wq, whole, gpus, charge, resume, per_q, run, members, flags = cols
+    a = np.arange(S, dtype=np.int64)
+    span = np.minimum(run[:, None], S - a[None, :])
+    room = lowest[pool_of[:, None], a[None, :], span - 1] // taken[:, None]
+    pair, start = np.nonzero(room > 0)  # row-major: pairs in order, slices ascending
+    span = span[pair, start]
+    return _Starts(
+        var_cls=cls[pair],
+        var_pool=pool_of[pair],
+        var_start=start.astype(np.int64),
+        span=span,
+        ub=np.minimum(members[pair], room[pair, start]),
+        gpus=gpus[pair],
+        whole=whole[pair],
+        wq=wq[pair],
+        charge=charge[pair],
+        gain=span * (WORK_BONUS * wq[pair] + per_q[pair] * wq[pair]) - resume[pair],
+        allocated=(flags[pair] & 1).astype(bool),
+        urgent=flags[pair] >> 1,
+        node_pools=node_pools,
+    )
+
+
+def _member_shape(epoch: Epoch, pool: SubPool, c: JobClass) -> tuple[int, int, int, int, int, int]:
+    """What one member of ``c`` started on ``pool`` takes and costs per slice: GPUs
+    taken, work (quanta), whole nodes to itself, GPUs in the capacity rows, charge
+    (quanta), and the cost of resuming."""
+    taken = pool.taken(c.gpus)
+    wq = epoch.work_q(c.gpus, pool)
+    multi = pool.multi(c.gpus)
+    # Whole nodes it needs to itself: all of a multi-node gang's, and one for a
+    # single-node gang of more than half a node (two cannot share a node); a gang that
+    # needs a node to itself counts the whole node.
+    whole = taken // pool.gpus_per_node if multi else int(2 * c.gpus > pool.gpus_per_node)
+    gpus = taken if multi or not whole else pool.gpus_per_node
+    resume = _resume_cost(epoch, wq) if c.resuming else 0
+    return taken, wq, whole, gpus, epoch.charge_of(wq, c.urgent), resume
+
+
+def _first_touch_groups(keys: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    """The positions of each key's entries, in order; keys in the order they first
+    appear (as a loop that appends to ``dict.setdefault(key, [])`` would make them)."""
+    if not len(keys):
+        return []
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    groups = np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+    return [groups[g] for g in np.argsort(first, kind="stable")]
+
+
 def _capped_work_cuts(
     f: Formulation,
     funded_terms: dict[tuple[str, bool], list[tuple[int, int]]],
@@ -445,27 +565,45 @@ def _capped_work_cuts(
     epoch = f.epoch
     for project in sorted({p for p, _ in f.w}):
         target = epoch.target_q.get(project, 0)
-        terms = [t for u in (False, True) for t in funded_terms.get((project, u), [])]
+        tv, tq = _split_terms([t for u in (False, True) for t in funded_terms.get((project, u), [])])
         pieces = funded_pieces.get(project, [])
+        largest = max(int(tq.max(initial=0)), max(pieces, default=0))
         ends = [round(e * target) for e in SEGMENT_ENDS]
         for t, end in enumerate(ends):
             segs = [f.u[(project, s)] for s in range(t + 1) if (project, s) in f.u]
             if not segs or end <= 0:
                 continue
-            if all(q <= end for _, q in terms) and all(q <= end for q in pieces):
+            if largest <= end:
                 continue  # nothing capped: implied by the funded and utility rows
-            row = [(v, 1) for v in segs] + [(v, -min(q, end)) for v, q in terms]
             rhs = sum(min(q, end) for q in pieces)
-            m.add_constraint(row, "<=", rhs, f"cut_work[{project},{t}]")
+            m.add_row(
+                np.concatenate((np.array(segs, dtype=np.int64), tv)),
+                np.concatenate((np.ones(len(segs), dtype=np.int64), -np.minimum(tq, end))),
+                "<=", rhs, f"cut_work[{project},{t}]",
+            )
     for project, fv in f.f.items():
         target = epoch.target_q.get(project, 0)
-        terms = work_terms.get(project, [])
+        tv, tq = _split_terms(work_terms.get(project, []))
         pieces = fixed_pieces.get(project, [])
-        if all(q <= target for _, q in terms) and all(q <= target for q in pieces):
+        if max(int(tq.max(initial=0)), max(pieces, default=0)) <= target:
             continue
-        within = [f.u[(project, s)] for s in (0, 1) if (project, s) in f.u]
-        row = [(fv, 1)] + [(v, 1) for v in within] + [(v, -min(q, target)) for v, q in terms]
-        m.add_constraint(row, "<=", sum(min(q, target) for q in pieces), f"cut_free[{project}]")
+        head = [fv] + [f.u[(project, s)] for s in (0, 1) if (project, s) in f.u]
+        m.add_row(
+            np.concatenate((np.array(head, dtype=np.int64), tv)),
+            np.concatenate((np.ones(len(head), dtype=np.int64), -np.minimum(tq, target))),
+            "<=", sum(min(q, target) for q in pieces), f"cut_free[{project}]",
+        )
+
+
+def _pairs(variables: npt.NDArray[np.int64], coefs: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+    """Terms ``(var, coef)`` from an array of variables and one of coefficients."""
+    return list(zip(variables.tolist(), coefs.tolist(), strict=True))
+
+
+def _split_terms(terms: list[tuple[int, int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Terms ``(var, coef)`` as an array of variables and one of coefficients."""
+    flat = np.array(terms, dtype=np.int64).reshape(len(terms), 2)
+    return flat[:, 0].copy(), flat[:, 1].copy()
 
 
 def _node_cuts(
@@ -488,14 +626,20 @@ def _node_cuts(
         if p not in node_pools:
             continue
         room = epoch.pools[p].open_nodes(k) - node_fixed.get((p, k), 0)
-        merged: dict[int, int] = {}
-        for v, c in terms:
-            merged[v] = merged.get(v, 0) + c
-        for n in sorted({c for c in merged.values() if c >= 2}):
-            if room <= 0 or room % n == 0:
+        if room <= 0:
+            continue
+        # Each variable once, its nodes summed, in the order the row first names it.
+        tv, tc = _split_terms(terms)
+        unique, first, inverse = np.unique(tv, return_index=True, return_inverse=True)
+        nodes = np.zeros(len(unique), dtype=np.int64)
+        np.add.at(nodes, inverse.reshape(-1), tc)
+        order = np.argsort(first, kind="stable")
+        tv, tc = unique[order], nodes[order]
+        for n in np.unique(tc[tc >= 2]).tolist():
+            if room % n == 0:
                 continue  # implied by the row itself
-            row = [(v, c // n) for v, c in merged.items() if c >= n]
-            m.add_constraint(row, "<=", room // n, f"cut_nodes[{p},{k},{n}]")
+            big = tc >= n
+            m.add_row(tv[big], tc[big] // n, "<=", room // n, f"cut_nodes[{p},{k},{n}]")
 
 
 def _priority_rank(epoch: Epoch) -> dict[tuple[str, int], float]:

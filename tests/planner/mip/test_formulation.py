@@ -6,7 +6,7 @@ import numpy as np
 
 from planner.mip.assemble import Run
 from planner.mip.epoch import build_epoch
-from planner.mip.formulation import apply, values_of_runs, within_classes
+from planner.mip.formulation import _first_touch_groups, apply, values_of_runs, within_classes
 
 from .conftest import SnapBuilder
 
@@ -83,3 +83,63 @@ def test_merged_answers_keep_each_class_within_its_members() -> None:
     assert int(out[var[(one, 0)]]) == 1 and int(out[var[(one, 1)]]) == 0
     assert int(out[var[(two, 2)]]) == 1
     assert within_classes(f, fallback, merged) is fallback  # nothing over: unchanged
+
+
+def test_start_variables_follow_the_loop_over_classes_pools_and_slices() -> None:
+    """The start variables, built as arrays, are those a loop over classes, their pools
+    and start slices gives: one per start with room (bounded by the members and the
+    fewest GPUs the pool has while it runs), in that order, each in the capacity and
+    whole-node rows of every slice it runs with the GPUs and nodes it holds."""
+    snapshot = (
+        SnapBuilder(slices=4)
+        .pool("c", nodes=2, drain=(1800.0, 7200.0), drained=1)
+        .pool("d", gpu_type="A100", nodes=1)
+        .project("a")
+        .project("b")
+        .queued("a1", "a", gpus=8, duration=1800.0, min_runtime=900.0)
+        .queued("a2", "a", gpus=16)
+        .queued("b1", "b", gpus=6, urgent=True)
+        .queued("b2", "b", gpus=6, urgent=True)
+        .queued("b3", "b", gpus=2, gpu_types=("A100",), resumable=True)
+        .build()
+    )
+    epoch = build_epoch(snapshot)
+    f = apply(epoch)
+    S = epoch.slices
+    expected: list[tuple[tuple[int, int, int], int, dict[int, int], int]] = []
+    for c in epoch.classes:
+        for p in c.pools:
+            pool = epoch.pools[p]
+            taken = pool.taken(c.gpus)
+            multi = pool.multi(c.gpus)
+            whole = taken // pool.gpus_per_node if multi else int(2 * c.gpus > pool.gpus_per_node)
+            for a in range(S):
+                span = c.length(a, S)
+                room = min(pool.capacity(k) for k in range(a, a + span)) // taken
+                if room > 0:
+                    gpus = taken if multi or not whole else pool.gpus_per_node
+                    held = {k: gpus for k in range(a, a + span)}
+                    expected.append(((c.index, p, a), min(len(c.jobs), room), held, whole))
+    assert list(f.x) == [key for key, _, _, _ in expected]
+    assert [f.model.upper[v] for v in f.x.values()] == [ub for _, ub, _, _ in expected]
+    rows = {c.name: dict(zip(c.vars.tolist(), c.coefs.tolist(), strict=True)) for c in f.model.constraints}
+    for (cls, _, _), var in f.x.items():
+        assert rows[f"count[{cls}]"][var] == 1
+    for key, _, held, whole in expected:
+        var = f.x[key]
+        p = key[1]
+        for k in range(S):
+            assert rows[f"capacity[{p},{k}]"].get(var, 0) == held.get(k, 0)
+            if whole and k in held:
+                assert rows[f"whole_nodes[{p},{k}]"][var] == whole
+    # The drained node leaves pool c one node from slice 2 on: no 16-GPU start there.
+    assert any(c.gpus == 16 for c in epoch.classes)
+    assert all(a < 2 for (cls, p, a) in f.x if epoch.classes[cls].gpus == 16 and p == 0)
+
+
+def test_first_touch_groups_keep_entries_in_order_and_keys_as_first_seen() -> None:
+    """Each key's entries in order, keys in the order they first appear."""
+    keys = np.array([5, 2, 5, 9, 2, 2], dtype=np.int64)
+    groups = _first_touch_groups(keys)
+    assert [g.tolist() for g in groups] == [[0, 2], [1, 4, 5], [3]]
+    assert _first_touch_groups(np.zeros(0, dtype=np.int64)) == []

@@ -222,3 +222,44 @@ def test_a_model_sent_to_another_process_arrives_whole() -> None:
     assert copy.violations(np.array([1, 1])) == m.violations(np.array([1, 1])) == ["at_least", "empty"]
     copy.add_constraint([(b, 1)], "<=", 4, "more")  # and it still grows
     assert len(copy.rows().rhs) == 4 and len(m.constraints) == 3
+
+
+def test_add_vars_appends_after_the_existing_in_order() -> None:
+    """add_vars returns the first new index; the variables follow it in order."""
+    m = LinearModel()
+    m.add_var("a", 0, 1)
+    first = m.add_vars(["b", "c"], [0, -1], [3, 4])
+    assert first == 1
+    assert (m.names, m.lower, m.upper) == (["a", "b", "c"], [0, 0, -1], [1, 3, 4])
+
+
+def test_add_vars_rejects_bad_bounds_and_adds_none() -> None:
+    """A variable whose lower bound is above its upper is named; nothing is added."""
+    m = LinearModel()
+    with pytest.raises(ValueError, match="variable c: lower bound 5 above upper bound 4"):
+        m.add_vars(["b", "c"], [0, 5], [3, 4])
+    with pytest.raises(ValueError, match="differ in length"):
+        m.add_vars(["b"], [0, 0], [1, 1])
+    assert m.num_vars == 0
+
+
+def test_add_row_is_add_constraint_with_the_terms_split() -> None:
+    """add_row and add_constraint make the same row, repeats summed and zeros dropped."""
+    pairs = [(2, 3), (0, 1), (2, -3), (1, 0), (0, 4)]
+    a, b = LinearModel(), LinearModel()
+    for m in (a, b):
+        m.add_vars(["x", "y", "z"], [0, 0, 0], [1, 1, 1])
+    a.add_constraint(pairs, "<=", 7, "r")
+    b.add_row(np.array([v for v, _ in pairs]), np.array([c for _, c in pairs]), "<=", 7, "r")
+    (ra,), (rb,) = a.constraints, b.constraints
+    assert (ra.vars.tolist(), ra.coefs.tolist(), ra.sense, ra.rhs, ra.name) == ([0], [5], "<=", 7, "r")
+    assert (rb.vars.tolist(), rb.coefs.tolist(), rb.sense, rb.rhs, rb.name) == ([0], [5], "<=", 7, "r")
+
+
+def test_add_objectives_sums_like_add_objective() -> None:
+    """Coefficients add to those already there; zeros add no entry."""
+    m = LinearModel()
+    m.add_vars(["x", "y", "z"], [0, 0, 0], [1, 1, 1])
+    m.add_objective(0, 2)
+    m.add_objectives(np.array([0, 1, 2]), np.array([3, 0, -1]))
+    assert m.objective == {0: 5, 2: -1}
