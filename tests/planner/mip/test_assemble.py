@@ -8,11 +8,13 @@ here are small enough to follow by hand: two 8-GPU nodes ``c-h100-000`` and
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 from models import Snapshot
 from planner.mip.assemble import Board, Run, Start, place_in_order, place_runs
 from planner.mip.epoch import Epoch, build_epoch
+from planner.placement import place_gang
 
 from .conftest import SnapBuilder
 
@@ -74,7 +76,9 @@ def _place_in_order(
         if end > 0:
             board.occupy(Run(r.state, r.pool, 0, end, r.state.nodes, True), epoch.pools[r.pool])
     length = {s.state.job.id: _length(epoch, s) for s in order}
-    _, runs, dropped = place_in_order(epoch, board, order, length, {})
+    placed = place_in_order(epoch, board, order, length, {})
+    assert placed is not None  # no order to beat: every start is tried
+    _, runs, dropped = placed
     return runs, dropped
 
 
@@ -235,3 +239,68 @@ def test_a_gang_takes_the_nodes_busy_outside_its_slices(snap: type[SnapBuilder])
         "late": ("c-h100-002", "c-h100-003"),
         "long": ("c-h100-000", "c-h100-001"),
     }
+
+
+def _place_node_by_node(
+    board: Board, epoch: Epoch, gpus: int, first: int, last: int, prefer: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """Board.place as it was before nodes were grouped: every node of the pool asked."""
+    pool = epoch.pools[0]
+    free: dict[str, int] = {}
+    spare: dict[str, int] = {}
+    for n in pool.nodes:
+        window = min(board.free[n][first:last])
+        if window >= min(gpus, pool.gpus_per_node):
+            free[n] = window
+            spare[n] = sum(board.free[n]) - sum(board.free[n][first:last])
+    if not prefer and 2 * gpus <= pool.gpus_per_node:
+        prefer = tuple(n for n in free if board.free[n][-1] < pool.gpus_per_node)
+    return place_gang(free, board.size, gpus, prefer=prefer, spare=spare)
+
+
+def test_grouped_nodes_get_the_hole_asking_every_node_gets() -> None:
+    """Looking for a hole among groups of alike nodes picks the nodes asking each node
+    picks (best fit, least to spare, preferred and busy-at-the-end nodes first, name),
+    on boards filled at random, for single-node and multi-node gangs."""
+    builder = SnapBuilder(slices=4).pool("c", nodes=12).project("a")
+    sizes = (1, 2, 3, 4, 6, 8, 16, 24)
+    for i, gpus in enumerate(sizes):
+        builder.queued(f"q{i}", gpus=gpus)
+    epoch = build_epoch(builder.build())
+    states = [st for c in epoch.classes for st in c.jobs]
+    nodes = list(epoch.pools[0].nodes)
+    checked = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        board = Board.empty(epoch)
+        for _ in range(rng.randrange(0, 25)):
+            st = rng.choice([s for s in states if s.job.gpus <= 8])
+            first = rng.randrange(4)
+            board.occupy(Run(st, 0, first, rng.randrange(first + 1, 5), (rng.choice(nodes),), False), epoch.pools[0])
+        for _ in range(30):
+            gpus = rng.choice(sizes)
+            first = rng.randrange(4)
+            last = rng.randrange(first + 1, 5)
+            prefer = tuple(rng.sample(nodes, rng.choice((0, 0, 1, 2))))
+            expected = _place_node_by_node(board, epoch, gpus, first, last, prefer)
+            assert board.place(epoch.pools[0], gpus, first, last, prefer) == expected
+            checked += expected is not None
+    assert checked > 300  # most queries found a hole: the comparison was not all None
+
+
+def test_an_order_that_cannot_beat_the_best_stops_early(snap: type[SnapBuilder]) -> None:
+    """Two 16-GPU gangs for the same two nodes and slices: the second finds no hole.
+    Against an order that placed as much work as one gang, this one stops (``None``)
+    once the gang is dropped; against less, it places the first and reports the drop."""
+    snapshot = (
+        snap().pool(nodes=2).project("a").queued("g1", gpus=16).queued("g2", gpus=16).build()
+    )
+    epoch = build_epoch(snapshot)
+    order = _starts(epoch, {"g1": 0, "g2": 0})
+    length = {s.state.job.id: _length(epoch, s) for s in order}
+    one = length["g1"] * epoch.work_q(16, epoch.pools[0])
+    assert place_in_order(epoch, Board.empty(epoch), order, length, {}, beat=one) is None
+    placed = place_in_order(epoch, Board.empty(epoch), order, length, {}, beat=one - 1)
+    assert placed is not None
+    work, runs, dropped = placed
+    assert (work, [r.state.job.id for r in runs], dropped) == (one, ["g1"], {"g2"})
