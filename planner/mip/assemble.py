@@ -71,8 +71,8 @@ class Board:
     #: Per pool, its nodes grouped by their free GPUs in every slice (``free``). Nodes
     #: alike differ only by name, which breaks ties last: a hole is looked for among
     #: the groups, not the nodes (5-26 times fewer on the benchmark's epochs; a
-    #: placement looks for a hole about once per start, and asking every node was most
-    #: of its time).
+    #: placement looks for a hole about once per start, and asking every node was about
+    #: half of its time).
     alike: dict[int, dict[tuple[int, ...], set[str]]] = field(default_factory=dict)
 
     @classmethod
@@ -331,8 +331,8 @@ def place_in_order(
     ``length`` is each start's run length in slices, by job id. Returns the work placed
     (quanta), the placed runs, and the ids of the starts whose gang found no hole; or
     ``None`` as soon as the gangs dropped leave no more than ``beat`` quanta to place
-    (another order placed that much already: this one cannot win, and placing the rest
-    of it was most of the time of a placement that tries several orders).
+    (another order placed that much already: this one cannot win, and the rest of it
+    need not be placed).
     """
     runs: list[Run] = []
     dropped: set[str] = set()
