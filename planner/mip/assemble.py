@@ -522,6 +522,22 @@ class FillState:
     charged: dict[str, int]
     spent: dict[str, int]
     work: dict[str, int]
+    #: Per project, its utility's slopes and segment ends and its uncharged slope: the
+    #: fill asks for a project's gain thousands of times, and they never change.
+    curves: dict[str, tuple[list[int], list[int], int]] = field(default_factory=dict)
+
+    def curve(self, epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
+        """``project``'s segment slopes, segment ends (quanta) and uncharged slope."""
+        known = self.curves.get(project)
+        if known is None:
+            target = epoch.target_q.get(project, 0)
+            known = (
+                segment_slopes(epoch, project),
+                [round(e * target) for e in SEGMENT_ENDS],
+                free_marginal(epoch, project, 0),
+            )
+            self.curves[project] = known
+        return known
 
     def add(self, epoch: Epoch, run: Run) -> None:
         """Count a run: its slices are charged while the headroom lasts."""
@@ -563,23 +579,31 @@ def start_gain(
     target = epoch.target_q.get(project, 0)
     charged = state.charged.get(project, 0)
     n = state.charged_slices(epoch, project, wq, urgent, span) if allocated else 0
+    curve = state.curve(epoch, project)
     gain = float(WORK_BONUS * span * wq)
-    gain += utility_gain(epoch, project, charged, n * wq)
+    gain += utility_gain(epoch, project, charged, n * wq, curve)
     uncharged = (span - n) * wq
     if uncharged:
         # Uncharged work counts up to what the charged work leaves of the owed share.
         room = target - min(charged + n * wq, target) - (state.work.get(project, 0) - charged)
-        gain += free_marginal(epoch, project, 0) * max(min(uncharged, room), 0)
+        gain += curve[2] * max(min(uncharged, room), 0)
     return gain
 
 
-def utility_gain(epoch: Epoch, project: str, charged: int, add: int) -> float:
-    """The concave utility of ``charged + add`` charged quanta minus that of ``charged``."""
+def utility_gain(
+    epoch: Epoch,
+    project: str,
+    charged: int,
+    add: int,
+    curve: tuple[list[int], list[int], int] | None = None,
+) -> float:
+    """The concave utility of ``charged + add`` charged quanta minus that of ``charged``
+    (``curve``: the project's :meth:`FillState.curve`, when known)."""
     if add <= 0:
         return 0.0
-    target = epoch.target_q.get(project, 0)
-    slopes = segment_slopes(epoch, project)
-    ends = [round(e * target) for e in SEGMENT_ENDS]
+    if curve is None:
+        curve = FillState({}, {}, {}).curve(epoch, project)
+    slopes, ends, _ = curve
     gain = 0.0
     lo, hi = charged, charged + add
     start = 0
