@@ -527,16 +527,10 @@ class FillState:
     curves: dict[str, tuple[list[int], list[int], int]] = field(default_factory=dict)
 
     def curve(self, epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
-        """``project``'s segment slopes, segment ends (quanta) and uncharged slope."""
+        """``project``'s :func:`utility_curve`, worked out once."""
         known = self.curves.get(project)
         if known is None:
-            target = epoch.target_q.get(project, 0)
-            known = (
-                segment_slopes(epoch, project),
-                [round(e * target) for e in SEGMENT_ENDS],
-                free_marginal(epoch, project, 0),
-            )
-            self.curves[project] = known
+            known = self.curves[project] = utility_curve(epoch, project)
         return known
 
     def add(self, epoch: Epoch, run: Run) -> None:
@@ -557,6 +551,17 @@ class FillState:
         headroom left still pays for (the first ones are charged)."""
         cost = epoch.charge_of(wq, urgent)
         return min(span, max(epoch.headroom_q.get(project, 0) - self.spent.get(project, 0), 0) // cost)
+
+
+def utility_curve(epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
+    """``project``'s segment slopes, segment ends (quanta) and uncharged slope (while
+    its work is below its owed share)."""
+    target = epoch.target_q.get(project, 0)
+    return (
+        segment_slopes(epoch, project),
+        [round(e * target) for e in SEGMENT_ENDS],
+        free_marginal(epoch, project, 0),
+    )
 
 
 def _fill_state(epoch: Epoch, board: Board) -> FillState:
@@ -601,9 +606,7 @@ def utility_gain(
     (``curve``: the project's :meth:`FillState.curve`, when known)."""
     if add <= 0:
         return 0.0
-    if curve is None:
-        curve = FillState({}, {}, {}).curve(epoch, project)
-    slopes, ends, _ = curve
+    slopes, ends, _ = curve if curve is not None else utility_curve(epoch, project)
     gain = 0.0
     lo, hi = charged, charged + add
     start = 0

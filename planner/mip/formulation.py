@@ -88,32 +88,15 @@ class Formulation:
             by_job.setdefault(j, []).append(var)
         return by_class + list(by_job.values())
 
-    def _class_order(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """The starts sorted by class, classes in the order ``x`` first names them and
-        each class's starts in ``x``'s order; and how many starts each class has."""
-        table = self.start_table()
-        _, first, inverse = np.unique(table.cls, return_index=True, return_inverse=True)
-        rank = np.empty(len(first), dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-        ranks = rank[inverse.reshape(-1)]
-        return np.argsort(ranks, kind="stable"), np.bincount(ranks, minlength=len(first))
-
     def class_starts(self) -> list[npt.NDArray[np.int64]]:
         """Each class's rows of :meth:`start_table`, classes in the order ``x`` first
         names them (as :meth:`groups`)."""
-        if not len(self.start_table().var):
-            return []
-        order, counts = self._class_order()
-        return np.split(order, np.cumsum(counts)[:-1])
+        return _first_touch_groups(self.start_table().cls)
 
     def group_projects(self) -> list[str]:
         """The project of each of :meth:`groups`, in the same order."""
         table = self.start_table()
-        classes: list[int] = []
-        if len(table.var):
-            order, counts = self._class_order()
-            heads = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            classes = table.cls[order][heads].tolist()
+        classes = [int(table.cls[rows[0]]) for rows in self.class_starts()]
         jobs = dict.fromkeys(j for j, _ in self.z)  # first-seen order, as groups()
         return [self.epoch.classes[c].project for c in classes] + [
             self.epoch.running[j].state.job.project for j in jobs
@@ -265,8 +248,7 @@ def apply(epoch: Epoch) -> Formulation:
     #    loop over them was most of the model's build. Variables, terms and rows come
     #    in the order a loop over classes, pools and start slices gives them.
     st = _queued_starts(epoch, ranks)
-    for p in st.node_pools:
-        node_pools.add(p)
+    node_pools.update(st.node_pools)
     n = len(st.var_cls)
     first = m.add_vars(
         [
