@@ -26,7 +26,7 @@ from models import (
     keeps_running,
 )
 from planner.mip.epoch import Epoch, JobClass, SubPool, remaining_with_restart, resumes
-from planner.mip.objective import SEGMENT_ENDS, WORK_BONUS, free_marginal, segment_slopes
+from planner.mip.objective import WORK_BONUS, free_marginal, segment_ends, segment_slopes
 from planner.placement import nodes_needed, place_gang
 
 
@@ -556,12 +556,7 @@ class FillState:
 def utility_curve(epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
     """``project``'s segment slopes, segment ends (quanta) and uncharged slope (while
     its work is below its owed share)."""
-    target = epoch.target_q.get(project, 0)
-    return (
-        segment_slopes(epoch, project),
-        [round(e * target) for e in SEGMENT_ENDS],
-        free_marginal(epoch, project, 0),
-    )
+    return segment_slopes(epoch, project), segment_ends(epoch, project), free_marginal(epoch, project, 0)
 
 
 def _fill_state(epoch: Epoch, board: Board) -> FillState:

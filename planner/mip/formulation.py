@@ -22,11 +22,11 @@ from planner.mip.objective import (
     BASE,
     FREE_SLOPE,
     PRIORITY_BONUS,
-    SEGMENT_ENDS,
     URGENT_BONUS,
     WORK_BONUS,
     free_slope,
     preempt_slices,
+    segment_ends,
     segment_slopes,
 )
 
@@ -390,8 +390,7 @@ def apply(epoch: Epoch) -> Formulation:
 
     # 5. Concave fair-share utility of charged work, per project.
     for project in sorted({p for p, _ in f.w}):
-        target = epoch.target_q.get(project, 0)
-        bounds = [round(e * target) for e in SEGMENT_ENDS]
+        bounds = segment_ends(epoch, project)
         lengths = [bounds[0], bounds[1] - bounds[0], bounds[2] - bounds[1]]
         w_vars = [f.w[(project, u)] for u in (False, True) if (project, u) in f.w]
         cap = sum(m.upper[v] for v in w_vars)
@@ -546,11 +545,10 @@ def _capped_work_cuts(
     m = f.model
     epoch = f.epoch
     for project in sorted({p for p, _ in f.w}):
-        target = epoch.target_q.get(project, 0)
         tv, tq = _split_terms([t for u in (False, True) for t in funded_terms.get((project, u), [])])
         pieces = funded_pieces.get(project, [])
         largest = max(int(tq.max(initial=0)), max(pieces, default=0))
-        ends = [round(e * target) for e in SEGMENT_ENDS]
+        ends = segment_ends(epoch, project)
         for t, end in enumerate(ends):
             segs = [f.u[(project, s)] for s in range(t + 1) if (project, s) in f.u]
             if not segs or end <= 0:

@@ -75,11 +75,17 @@ def free_marginal(epoch: Epoch, project: str, work_q: int) -> int:
     return free_slope(epoch, project) if work_q < epoch.target_q.get(project, 0) else 0
 
 
+def segment_ends(epoch: Epoch, project: str) -> list[int]:
+    """Where ``project``'s utility segments end, in charged quanta: :data:`SEGMENT_ENDS`
+    times its owed share in the epoch (the last segment has no end)."""
+    target = epoch.target_q.get(project, 0)
+    return [round(e * target) for e in SEGMENT_ENDS]
+
+
 def marginal_slope(epoch: Epoch, project: str, charged_q: int) -> int:
     """Objective of one more charged quantum for a project that has ``charged_q`` already."""
-    target = epoch.target_q.get(project, 0)
     slopes = segment_slopes(epoch, project)
-    for end, slope in zip(SEGMENT_ENDS, slopes, strict=False):
-        if charged_q < round(end * target):
+    for end, slope in zip(segment_ends(epoch, project), slopes, strict=False):
+        if charged_q < end:
             return slope
     return slopes[-1]
