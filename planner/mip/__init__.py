@@ -37,7 +37,7 @@ from planner.mip.backends import (
     lp_backend,
 )
 from planner.mip.backends.base import Concurrent, Laned, LpCapable, Prestarting
-from planner.mip.columns import ColumnsBeside, forced_columns, restricted_master
+from planner.mip.columns import ColumnsBeside, forced_columns, restricted_master, with_point_columns
 from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
@@ -530,7 +530,10 @@ def _lp_guided(
         assert best.values is not None
         if columns is not None and (columns.done.is_set() or time.perf_counter() >= master_at):
             searches.append(
-                _master_search(form, solver, columns, lp_values, lp, epoch, previous, best, bound, deadline, rel_gap)
+                _master_search(
+                    form, solver, columns, lp_values, lp, epoch, previous, best, bound, deadline, rel_gap,
+                    point=lp_values if lag is None else lag.values,
+                )
             )
             columns = None
             round_ += 1
@@ -682,6 +685,7 @@ def _master_search(
     bound: float,
     deadline: float,
     rel_gap: float,
+    point: npt.NDArray[np.float64] | None = None,
 ) -> str:
     """The restricted master over the columns found so far and the incumbent's own
     (:func:`~planner.mip.columns.restricted_master`), searched by ``solver`` for at most
@@ -689,10 +693,17 @@ def _master_search(
     two models at once gets a second master beside it, over those columns and the ones
     that start one more job of a class the incumbent starts less of than the LP
     (:func:`_one_more_start`, dived under the columns' prices): each master
-    finds plans the other misses. Returns the search's line for the message."""
+    finds plans the other misses. ``point`` (the Lagrangian bound's, or the LP's)
+    gives every part where it is integral one more column
+    (:func:`~planner.mip.columns.with_point_columns`). Returns the search's line for
+    the message."""
     assert best.values is not None
     columns.stop()
     dived = columns.result()
+    # Each part's integral piece of ``point`` (the LP's or the Lagrangian bound's) too.
+    from_point = 0
+    if point is not None:
+        dived, from_point = with_point_columns(dived, point)
     if not dived.columns:
         return "restricted master: no columns found in time"
     caps = solver.capabilities
@@ -741,7 +752,8 @@ def _master_search(
             f"that start one more job ({forced_s:.2f}s)"
         )
     return (
-        f"restricted master: {dived.count} columns of {len(dived.columns)} of {len(dived.parts.rows)} parts "
+        f"restricted master: {dived.count} columns ({from_point} from the bound's point) of "
+        f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}, gap {best.gap(bound):.2%}"
     )

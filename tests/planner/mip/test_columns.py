@@ -112,6 +112,32 @@ def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
     assert m.value(values) == answer.objective == 21
 
 
+def test_a_point_gives_a_column_to_each_part_where_it_is_integral() -> None:
+    """No dived column for either project; the point a = 0, b = 4 (integral in both)
+    gives each part a column, and the master recombines them: b = 4, f = 1 (21). A
+    point fractional in ``a`` (a = 0.5) gives ``b`` its column only; a column already
+    found is not added twice."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    by_name = {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+    found, added = columns.with_point_columns(columns.ColumnSet(parts, {}), np.array([0.0, 4.0, 0.3]))
+    assert added == 2
+    assert {r: [c.tolist() for c in cols] for r, cols in found.columns.items()} == {
+        by_name["a"]: [[0]],
+        by_name["b"]: [[4]],
+    }
+    master = columns.restricted_master(m, coupling, found, np.array([4, 0, 1]))
+    answer = CpSatBackend().solve(master.model, time_limit=10.0, rel_gap=0.0)
+    assert answer.values is not None
+    assert master.values(answer.values).tolist() == [0, 4, 1]
+    half, added = columns.with_point_columns(columns.ColumnSet(parts, {}), np.array([0.5, 4.0, 0.0]))
+    assert added == 1
+    assert list(half.columns) == [by_name["b"]]
+    again, added = columns.with_point_columns(found, np.array([0.0, 4.0, 0.0]))
+    assert added == 0
+    assert again.count == 2
+
+
 def test_a_master_with_only_the_incumbents_columns_keeps_the_incumbent() -> None:
     """No column found for either project: the incumbent is the master's only point
     (its free variable ``f`` at the best the shared row leaves)."""
