@@ -18,7 +18,8 @@ The dives run in the parts process (which gives way to the searches), in batches
 a thread of the planner (:class:`ColumnsBeside`); the master is a model like any
 other, solved by the planner's backend. Every part also gets, for free, its piece of
 the Lagrangian bound's point where that is integral (:func:`with_point_columns`): on
-many-projects the dives reach only a third to a half of the 364-577 parts in time. Beside it, a second master adds columns that
+many-projects the dives reach only 128-240 of the 364-577 parts in time. Beside the
+master, a second master adds columns that
 start one more job of a class than the incumbent does (:func:`forced_columns`): the
 perturbed prices' dives seldom give those, since each part's LP spreads such a start
 over fractions of several. In the planner, on six families, seeds 1-24:

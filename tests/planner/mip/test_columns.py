@@ -14,7 +14,7 @@ from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
 from planner.mip.model import LinearModel
-from planner.mip.relax import lp_available, part_model, split_parts
+from planner.mip.relax import Parts, lp_available, part_model, split_parts
 
 from .test_lagrangian import a_step_between_jobs
 
@@ -112,14 +112,17 @@ def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
     assert m.value(values) == answer.objective == 21
 
 
+def _by_name(m: LinearModel, parts: Parts) -> dict[str, int]:
+    """Each part's root, by the name of its first variable."""
+    return {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+
+
 def test_a_point_gives_a_column_to_each_part_where_it_is_integral() -> None:
     """No dived column for either project; the point a = 0, b = 4 (integral in both)
-    gives each part a column, and the master recombines them: b = 4, f = 1 (21). A
-    point fractional in ``a`` (a = 0.5) gives ``b`` its column only; a column already
-    found is not added twice."""
+    gives each part a column, and the master recombines them: b = 4, f = 1 (21)."""
     m, coupling = _shared()
     parts = split_parts(m, coupling)
-    by_name = {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+    by_name = _by_name(m, parts)
     found, added = columns.with_point_columns(columns.ColumnSet(parts, {}), np.array([0.0, 4.0, 0.3]))
     assert added == 2
     assert {r: [c.tolist() for c in cols] for r, cols in found.columns.items()} == {
@@ -130,9 +133,23 @@ def test_a_point_gives_a_column_to_each_part_where_it_is_integral() -> None:
     answer = CpSatBackend().solve(master.model, time_limit=10.0, rel_gap=0.0)
     assert answer.values is not None
     assert master.values(answer.values).tolist() == [0, 4, 1]
+
+
+def test_a_point_fractional_in_a_part_gives_it_no_column() -> None:
+    """The point a = 0.5, b = 4: only ``b`` gets a column."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
     half, added = columns.with_point_columns(columns.ColumnSet(parts, {}), np.array([0.5, 4.0, 0.0]))
     assert added == 1
-    assert list(half.columns) == [by_name["b"]]
+    assert list(half.columns) == [_by_name(m, parts)["b"]]
+
+
+def test_a_point_adds_no_column_a_part_has_already() -> None:
+    """Both parts already hold the point's pieces (a = 0, b = 4): nothing is added."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    by_name = _by_name(m, parts)
+    found = columns.ColumnSet(parts, {by_name["a"]: [np.array([0])], by_name["b"]: [np.array([4])]})
     again, added = columns.with_point_columns(found, np.array([0.0, 4.0, 0.0]))
     assert added == 0
     assert again.count == 2
