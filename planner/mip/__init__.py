@@ -685,7 +685,7 @@ def _master_search(
     bound: float,
     deadline: float,
     rel_gap: float,
-    point: npt.NDArray[np.float64] | None = None,
+    point: npt.NDArray[np.float64],
 ) -> str:
     """The restricted master over the columns found so far and the incumbent's own
     (:func:`~planner.mip.columns.restricted_master`), searched by ``solver`` for at most
@@ -701,9 +701,7 @@ def _master_search(
     columns.stop()
     dived = columns.result()
     # Each part's integral piece of ``point`` (the LP's or the Lagrangian bound's) too.
-    from_point = 0
-    if point is not None:
-        dived, from_point = with_point_columns(dived, point)
+    dived, from_point = with_point_columns(dived, point)
     if not dived.columns:
         return "restricted master: no columns found in time"
     caps = solver.capabilities

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from models import (
     Action,
@@ -515,6 +516,17 @@ def fill_gaps(
     return out
 
 
+class UtilityCurve(NamedTuple):
+    """A project's utility, as the fill values its work (:func:`utility_curve`)."""
+
+    #: Objective per charged quantum in each segment (decreasing).
+    slopes: list[int]
+    #: Where the segments end, in charged quanta.
+    ends: list[int]
+    #: Objective per uncharged quantum while the project's work is below its share.
+    free: int
+
+
 @dataclass
 class FillState:
     """Per project: charged work, budget spent and all work (quanta) of the runs so far."""
@@ -524,9 +536,9 @@ class FillState:
     work: dict[str, int]
     #: Per project, its utility's slopes and segment ends and its uncharged slope: the
     #: fill asks for a project's gain thousands of times, and they never change.
-    curves: dict[str, tuple[list[int], list[int], int]] = field(default_factory=dict)
+    curves: dict[str, UtilityCurve] = field(default_factory=dict)
 
-    def curve(self, epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
+    def curve(self, epoch: Epoch, project: str) -> UtilityCurve:
         """``project``'s :func:`utility_curve`, worked out once."""
         known = self.curves.get(project)
         if known is None:
@@ -553,10 +565,10 @@ class FillState:
         return min(span, max(epoch.headroom_q.get(project, 0) - self.spent.get(project, 0), 0) // cost)
 
 
-def utility_curve(epoch: Epoch, project: str) -> tuple[list[int], list[int], int]:
+def utility_curve(epoch: Epoch, project: str) -> UtilityCurve:
     """``project``'s segment slopes, segment ends (quanta) and uncharged slope (while
     its work is below its owed share)."""
-    return segment_slopes(epoch, project), segment_ends(epoch, project), free_marginal(epoch, project, 0)
+    return UtilityCurve(segment_slopes(epoch, project), segment_ends(epoch, project), free_marginal(epoch, project, 0))
 
 
 def _fill_state(epoch: Epoch, board: Board) -> FillState:
@@ -586,7 +598,7 @@ def start_gain(
     if uncharged:
         # Uncharged work counts up to what the charged work leaves of the owed share.
         room = target - min(charged + n * wq, target) - (state.work.get(project, 0) - charged)
-        gain += curve[2] * max(min(uncharged, room), 0)
+        gain += curve.free * max(min(uncharged, room), 0)
     return gain
 
 
@@ -595,7 +607,7 @@ def utility_gain(
     project: str,
     charged: int,
     add: int,
-    curve: tuple[list[int], list[int], int] | None = None,
+    curve: UtilityCurve | None = None,
 ) -> float:
     """The concave utility of ``charged + add`` charged quanta minus that of ``charged``
     (``curve``: the project's :meth:`FillState.curve`, when known)."""

@@ -92,13 +92,18 @@ def _shared() -> tuple[LinearModel, list[int]]:
     return m, [2]
 
 
+def _by_name(m: LinearModel, parts: Parts) -> dict[str, int]:
+    """Each part's root, by the name of its first variable."""
+    return {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+
+
 def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
     """From the incumbent a = 4, f = 1 (13), with the other column of each project
     (a = 0, b = 4): the master gives b's room to b, a = 0, b = 4, f = 1 (21)."""
     m, coupling = _shared()
     parts = split_parts(m, coupling)
     assert len(parts.rows) == 2
-    by_name = {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
+    by_name = _by_name(m, parts)
     found = columns.ColumnSet(
         parts, {by_name["a"]: [np.array([0])], by_name["b"]: [np.array([4])]}
     )
@@ -110,11 +115,6 @@ def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
     assert values.tolist() == [0, 4, 1]
     assert m.violations(values) == []
     assert m.value(values) == answer.objective == 21
-
-
-def _by_name(m: LinearModel, parts: Parts) -> dict[str, int]:
-    """Each part's root, by the name of its first variable."""
-    return {m.names[int(idx[0])]: root for root, idx in parts.members.items()}
 
 
 def test_a_point_gives_a_column_to_each_part_where_it_is_integral() -> None:
