@@ -388,24 +388,64 @@ def restricted_master(
                 m.add_objective(mine, int(objective[var]))
             hint[mine] = int(incumbent[var])
             free.append((var, mine))
-    free_of = dict(free)
     m.objective_offset = model.objective_offset
-    for i in coupling:
-        c = model.constraints[i]
-        coef = dict(zip(c.vars.tolist(), c.coefs.tolist(), strict=True))
-        terms = [(free_of[v], a) for v, a in coef.items() if v in free_of]
-        touched: dict[int, list[int]] = {}
-        for v in coef:
-            if v not in free_of:
-                touched.setdefault(int(parts.roots[v]), []).append(v)
-        for root, vs in touched.items():
-            idx = parts.members[root]
-            at = np.searchsorted(idx, vs)
-            a = np.array([coef[v] for v in vs], dtype=np.int64)
-            for ident, col in zip(choose[root], columns[root], strict=True):
-                used = int(np.dot(a, col[at]))
-                if used:
-                    terms.append((ident, used))
-        m.add_constraint(terms, c.sense, c.rhs, c.name)
+    _add_coupling(m, model, coupling, parts, choose, columns, free)
     m.hint = hint
     return Master(m, choose, columns, free, parts.members, incumbent.astype(np.int64))
+
+
+def _add_coupling(
+    m: LinearModel,
+    model: LinearModel,
+    coupling: list[int],
+    parts: Parts,
+    choose: dict[int, list[int]],
+    columns: dict[int, list[npt.NDArray[np.int64]]],
+    free: list[tuple[int, int]],
+) -> None:
+    """``model``'s ``coupling`` rows over the master's variables: a free variable's own
+    term, and for each part in the row, each of its columns with what it uses of the
+    row (its values dotted with the row's coefficients there), one numpy product per
+    part for all rows and columns at once (a loop per row and part took 0.55-0.75 s on
+    many-projects, a tenth of the master's time). A row's terms keep the order of its
+    variables: the free ones first, then each part's columns where the part first
+    appears."""
+    rows = [model.constraints[i] for i in coupling]
+    if not rows:
+        return
+    lengths = np.fromiter((len(c.vars) for c in rows), dtype=np.int64, count=len(rows))
+    row = np.repeat(np.arange(len(rows)), lengths)
+    var = np.concatenate([c.vars for c in rows])
+    coef = np.concatenate([c.coefs for c in rows])
+    at = np.arange(len(var)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    mine = np.full(model.num_vars, -1, dtype=np.int64)
+    for whole, own in free:
+        mine[whole] = own
+    is_free = mine[var] >= 0
+    # Terms as (row, 0 for free / 1 for a part, position, column, master variable, coefficient).
+    nil = np.zeros(int(is_free.sum()), dtype=np.int64)
+    keys = [np.stack([row[is_free], nil, at[is_free], nil, mine[var[is_free]], coef[is_free]])]
+    in_part = np.flatnonzero(~is_free)
+    root_of = parts.roots[var[in_part]]
+    order = in_part[np.argsort(root_of, kind="stable")]
+    bounds = np.flatnonzero(np.diff(parts.roots[var[order]])) + 1
+    for group in np.split(order, bounds):
+        if not len(group):
+            continue
+        root = int(parts.roots[var[group[0]]])
+        members = parts.members[root]
+        table = np.array(columns[root], dtype=np.int64)
+        # ``group`` is ascending, so row by row: sum each row's run of terms.
+        use = table[:, np.searchsorted(members, var[group])] * coef[group]
+        starts = np.flatnonzero(np.diff(row[group], prepend=-1))
+        used = np.add.reduceat(use, starts, axis=1)
+        col, run = np.nonzero(used)
+        first = group[starts[run]]
+        ident = np.asarray(choose[root], dtype=np.int64)[col]
+        keys.append(np.stack([row[first], np.ones_like(col), at[first], col, ident, used[col, run]]))
+    terms = np.concatenate(keys, axis=1)
+    terms = terms[:, np.lexsort((terms[3], terms[2], terms[1], terms[0]))]
+    cut = np.searchsorted(terms[0], np.arange(len(rows) + 1))
+    for k, c in enumerate(rows):
+        span = slice(cut[k], cut[k + 1])
+        m.add_row(terms[4, span], terms[5, span], c.sense, c.rhs, c.name)

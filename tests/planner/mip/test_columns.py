@@ -117,6 +117,29 @@ def test_the_master_recombines_the_columns_within_the_shared_rows() -> None:
     assert m.value(values) == answer.objective == 21
 
 
+def test_the_masters_shared_row_charges_each_column_what_it_uses() -> None:
+    """Project ``a`` (two variables) and ``b`` share ``f + 2 a1 + 3 a2 + b <= 12`` with a
+    free ``f``. The master's row: ``f`` as it is, the incumbent's column of ``a``
+    (2, 0) at 4, its column (1, 2) at 8, (0, 0) left out (it uses nothing), and ``b``'s
+    columns 1 and 3 at 1 and 3, in the order the row names them."""
+    m = LinearModel()
+    f, a1, a2, b = (m.add_var(n, 0, 3) for n in ("f", "a1", "a2", "b"))
+    m.add_constraint([(a1, 1), (a2, 1)], "<=", 3, "own[a]")
+    m.add_constraint([(b, 1)], "<=", 3, "own[b]")
+    m.add_constraint([(f, 1), (a1, 2), (a2, 3), (b, 1)], "<=", 12, "capacity[0,0]")
+    parts = split_parts(m, [2])
+    by_name = _by_name(m, parts)
+    found = columns.ColumnSet(
+        parts, {by_name["a1"]: [np.array([1, 2]), np.array([0, 0])], by_name["b"]: [np.array([3])]}
+    )
+    master = columns.restricted_master(m, [2], found, np.array([0, 2, 0, 1]))
+    row = master.model.constraints[-1]
+    terms = [(master.model.names[v], c) for v, c in zip(row.vars.tolist(), row.coefs.tolist(), strict=True)]
+    a, bb = by_name["a1"], by_name["b"]
+    assert terms == [("f", 1), (f"column[{a},0]", 4), (f"column[{a},1]", 8), (f"column[{bb},0]", 1), (f"column[{bb},1]", 3)]
+    assert (row.sense, row.rhs, row.name) == ("<=", 12, "capacity[0,0]")
+
+
 def test_a_point_gives_a_column_to_each_part_where_it_is_integral() -> None:
     """No dived column for either project; the point a = 0, b = 4 (integral in both)
     gives each part a column, and the master recombines them: b = 4, f = 1 (21)."""
