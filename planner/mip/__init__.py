@@ -146,9 +146,11 @@ FOCUS_SHARE = 0.3
 #: (:func:`_next_neighbourhood`).
 STAKE_SHARE = 1.0
 
-#: Share of the LP-guided search's time (from its start) after which the restricted
-#: master (:mod:`planner.mip.columns`) runs in place of a pair of searches, with the
-#: columns found by then; earlier when they are all found.
+#: Share of the LP-guided search's time (from its start) at which the restricted
+#: master (:mod:`planner.mip.columns`) runs at the latest, with the columns found by
+#: then; earlier when every part has its columns. No search runs before it: until then
+#: the planner's own process dives columns beside the parts process
+#: (:meth:`~planner.mip.columns.ColumnsBeside.dive_here`).
 MASTER_SHARE = 0.6
 #: Seconds the restricted master's search may take at most.
 MASTER_CAP = 1.5
@@ -388,7 +390,10 @@ def _lp_guided(
     and its projects' integer choices, rounded, are one more incumbent; the parts it left
     open are solved exactly from then on, beside the searches, in a process that gives
     way to them (:class:`~planner.mip.relax.PartsBeside`), and tighten the bound at the
-    end. Then, while the
+    end. On a large model, with a backend that searches two models at once, the
+    restricted master (:func:`_master_search`) comes next: it recombines whole choices
+    of each project (columns, dived in the parts process from the LP's start and in
+    this process after the Lagrangian bound). Then, while the
     incumbent is not within ``rel_gap`` of the bound and time is left, ``solver``
     searches neighbourhoods of it: the job classes and running jobs where the LP optimum
     and the incumbent disagree most, counting their projects' utility at stake
@@ -528,7 +533,9 @@ def _lp_guided(
             )
             break
         assert best.values is not None
-        if columns is not None and (columns.done.is_set() or time.perf_counter() >= master_at):
+        if columns is not None:
+            # No search before the master: until it, this process dives columns too.
+            columns.dive_here(master_at)
             searches.append(
                 _master_search(
                     form, solver, columns, lp_values, lp, epoch, previous, best, bound, deadline, rel_gap,

@@ -221,6 +221,31 @@ def test_columns_beside_find_integer_points_of_every_part() -> None:
             assert sub.violations(col) == []
 
 
+def test_diving_here_takes_the_parts_the_parts_process_did_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no parts process to send a batch to, the thread ends without a column, and
+    :meth:`dive_here` dives every part in this process, off the same queue."""
+    monkeypatch.setattr(columns.PARTS_PROCESS, "wait_ready", lambda *args, **kwargs: False)
+    f, beside = _beside_on_the_step_instance()
+    assert beside.done.wait(10.0)
+    assert beside.result().columns == {}
+    beside.dive_here(time.perf_counter() + 60.0)
+    found = beside.result()
+    assert set(found.columns) == set(found.parts.rows)
+    for root, cols in found.columns.items():
+        assert cols
+        sub = part_model(f.model, found.parts.members[root], found.parts.rows[root])
+        assert all(sub.violations(col) == [] for col in cols)
+
+
+def test_diving_here_past_its_deadline_takes_no_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline already past: nothing is taken off the queue here."""
+    monkeypatch.setattr(columns.PARTS_PROCESS, "wait_ready", lambda *args, **kwargs: False)
+    _, beside = _beside_on_the_step_instance()
+    assert beside.done.wait(10.0)
+    beside.dive_here(time.perf_counter() - 1.0)
+    assert beside.result().columns == {}
+
+
 def test_stopped_columns_beside_send_no_further_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stopped before its first batch (one part a batch, the deadline far away): it
     ends at once, with no columns."""
