@@ -156,8 +156,8 @@ def dive_parts(
                 session.set_bounds(every, lower, upper)
                 session.set_objective(cost)
             point = dive(session, lower, upper, first, deadline)
-            if point is not None and not any(np.array_equal(point, f) for f in found):
-                found.append(point)
+            if point is not None:
+                _add_new(found, point)
         out.append(found)
     return out
 
@@ -201,8 +201,8 @@ def forced_columns(
             low[at] = min(max(float(least), low[at]), upper[at])
             session.set_bounds(every, low, upper)
             point = dive(session, low, upper, decisions[idx], deadline)
-            if point is not None and not any(np.array_equal(point, c) for c in own):
-                own.append(point)
+            if point is not None:
+                _add_new(own, point)
     return ColumnSet(parts, columns, found.seconds)
 
 
@@ -220,12 +220,17 @@ def with_point_columns(found: ColumnSet, point: npt.NDArray[np.float64]) -> tupl
         near = np.round(x)
         if np.abs(x - near).max(initial=0.0) > 1e-6:
             continue
-        col = near.astype(np.int64)
-        own = columns.setdefault(root, [])
-        if not any(np.array_equal(col, c) for c in own):
-            own.append(col)
-            added += 1
+        added += _add_new(columns.setdefault(root, []), near.astype(np.int64))
     return ColumnSet(parts, columns, found.seconds), added
+
+
+def _add_new(own: list[npt.NDArray[np.int64]], col: npt.NDArray[np.int64]) -> bool:
+    """Append ``col`` to a part's columns ``own`` unless it is among them already;
+    True when it was appended."""
+    if any(np.array_equal(col, c) for c in own):
+        return False
+    own.append(col)
+    return True
 
 
 @dataclass
