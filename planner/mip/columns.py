@@ -312,7 +312,7 @@ class ColumnsBeside:
                     break
                 left = deadline - time.perf_counter()
                 try:
-                    got = PARTS_PROCESS.call(dive_parts, (self._lp, *self._inputs(batch, left)), left)
+                    got = PARTS_PROCESS.call(dive_parts, (self._lp, *self._inputs(batch), left), left)
                 except SolverDied:
                     warm_parts()
                     break
@@ -334,15 +334,15 @@ class ColumnsBeside:
             return batch
 
     def _inputs(
-        self, batch: list[int], seconds: float
-    ) -> tuple[list[LinearModel], list[list[npt.NDArray[np.float64]]], list[npt.NDArray[np.bool_]], float]:
-        """:func:`dive_parts`'s arguments for ``batch`` (its LP aside), ``seconds`` the
-        time it may take."""
+        self, batch: list[int]
+    ) -> tuple[list[LinearModel], list[list[npt.NDArray[np.float64]]], list[npt.NDArray[np.bool_]]]:
+        """:func:`dive_parts`'s models, price vectors and first-slice decisions for
+        ``batch`` (its LP and time limit are the caller's)."""
         members, rows = self._set.parts.members, self._set.parts.rows
         subs = [part_model(self._model, members[r], rows[r]) for r in batch]
         costs = [[v[members[r]] for v in self._vectors] for r in batch]
         firsts = [self._decisions[members[r]] for r in batch]
-        return subs, costs, firsts, seconds
+        return subs, costs, firsts
 
     def _keep(self, batch: list[int], got: list[list[npt.NDArray[np.int64]]]) -> None:
         """Each part of ``batch`` gets its dived columns in ``got``."""
@@ -364,7 +364,7 @@ class ColumnsBeside:
             batch = self._take() if left > 0 else []
             if not batch:
                 break
-            self._keep(batch, dive_parts(self._lp, *self._inputs(batch, left)))
+            self._keep(batch, dive_parts(self._lp, *self._inputs(batch), left))
         self.done.wait(max(deadline - time.perf_counter(), 0.0))
 
     def stop(self) -> None:
