@@ -156,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
                     worst = max(gap, cg)
                     ended = _ended_by(info.message)
                 if args.verbose:
-                    print(f"    seed {seed}: {times[-1]:.2f}s gap {gap:.2%} charged {cg:.2%}: {info.message}")
+                    print(
+                        f"    seed {seed}: {times[-1]:.2f}s gap {gap:.2%} charged {cg:.2%} "
+                        f"(objective {info.objective}, bound {info.bound}): {info.message}"
+                    )
                 else:  # progress: a family's row comes only after all its seeds
                     print(f"  {name} {backend} seed {seed} of {len(snaps)}: {times[-1]:.1f}s gap {gap:.2%}",
                           file=sys.stderr, flush=True)
