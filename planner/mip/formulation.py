@@ -62,7 +62,23 @@ class Formulation:
     f: dict[str, int] = field(default_factory=dict)
     #: busy[(node, slice)] -> variable: a running single-node job holds the node.
     busy: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: (row, start variable, coefficient, capped coefficient): the ``charged_slices``
+    #: coefficients that :meth:`cap_charges` caps at the slices ``y`` can still take.
+    charge_caps: list[tuple[int, int, int, int]] = field(default_factory=list)
     _starts: StartTable | None = field(default=None, init=False, repr=False, compare=False)
+
+    def cap_charges(self) -> None:
+        """Give the model the capped ``charged_slices`` coefficients (:attr:`charge_caps`):
+        the same integer plans, fewer fractional ones."""
+        by_row: dict[int, dict[int, int]] = {}
+        for row, var, _, capped in self.charge_caps:
+            by_row.setdefault(row, {})[var] = capped
+        for row, caps in by_row.items():
+            c = self.model.constraints[row]
+            coefs = c.coefs.copy()
+            for i, var in enumerate(c.vars.tolist()):
+                coefs[i] = caps.get(var, coefs[i])
+            self.model.set_coefs(row, coefs)
 
     def start_table(self) -> StartTable:
         """The start variables ``x`` as arrays, in the order of ``x`` (see
@@ -357,7 +373,15 @@ def apply(epoch: Epoch) -> Formulation:
         y = m.add_var(f"y[{project},{'urgent' if urgent else 'normal'},{q}]", 0, top)
         f.y[size] = y
         terms = [(y, 1)] + [(v, -n) for v, n in slice_terms.get(size, [])]
-        m.add_constraint(terms, "<=", slice_fixed.get(size, 0), f"charged_slices[{project},{int(urgent)},{q}]")
+        # A start makes room for at most the slices y can still take (top less the
+        # fixed ones): capped there, its coefficient keeps every integer plan and the
+        # LP can no longer charge a whole slice for a quarter of a long start. Kept
+        # aside: the LP-guided path applies the caps where they lower the LP bound.
+        fixed = slice_fixed.get(size, 0)
+        room = max(top - fixed, 1)
+        row = len(m.constraints)
+        f.charge_caps.extend((row, v, -n, -room) for v, n in slice_terms.get(size, []) if n > room)
+        m.add_constraint(terms, "<=", fixed, f"charged_slices[{project},{int(urgent)},{q}]")
     by_fund: dict[tuple[str, bool], list[tuple[int, int]]] = {}
     for (project, urgent, q), y in f.y.items():
         by_fund.setdefault((project, urgent), []).append((q, y))

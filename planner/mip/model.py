@@ -215,7 +215,8 @@ class LinearModel:
         """The constraints stacked row after row (see :class:`Rows`).
 
         Stacked once per number of constraints and kept: the model only ever grows
-        (:meth:`add_constraint` appends), so the same count means the same rows.
+        (:meth:`add_constraint` appends) or has a row's coefficients changed through
+        :meth:`set_coefs`, which drops the stack, so the same count means the same rows.
         """
         if self._rows is not None and self._rows.count == len(self.constraints):
             return self._rows
@@ -232,6 +233,14 @@ class LinearModel:
             sense=np.fromiter((senses[c.sense] for c in cs), dtype=np.int8, count=n),
         )
         return self._rows
+
+    def set_coefs(self, row: int, coefs: npt.NDArray[np.int64]) -> None:
+        """Give constraint ``row`` new coefficients for its variables (in their order)."""
+        c = self.constraints[row]
+        if len(coefs) != len(c.vars):
+            raise ValueError(f"constraint {c.name}: {len(coefs)} coefficients for {len(c.vars)} variables")
+        c.coefs = np.ascontiguousarray(coefs, dtype=np.int64)
+        self._rows = None
 
     def row_values(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Each constraint's left-hand side at ``values`` (each value truncated to an

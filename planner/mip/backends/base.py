@@ -173,6 +173,13 @@ class LpSession(Protocol):
         now on, keeping the last basis to start from."""
         ...
 
+    def set_coefs(
+        self, rows: npt.NDArray[np.int64], idx: npt.NDArray[np.int64], coefs: npt.NDArray[np.int64]
+    ) -> None:
+        """Make ``coefs[i]`` the coefficient of variable ``idx[i]`` in row ``rows[i]``,
+        keeping the last basis to start from."""
+        ...
+
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:
         """Solve the session's model with every variable integer, within ``time_limit``
         (only for backends that declare ``integer_parts``); ``None`` when not even a

@@ -111,6 +111,14 @@ class HighsLp:
         n = self._h.getNumCol()
         self._h.changeColsCost(n, np.arange(n, dtype=np.int32), -np.asarray(objective, dtype=np.float64))
 
+    def set_coefs(
+        self, rows: npt.NDArray[np.int64], idx: npt.NDArray[np.int64], coefs: npt.NDArray[np.int64]
+    ) -> None:
+        """Make ``coefs[i]`` the coefficient of column ``idx[i]`` in row ``rows[i]``."""
+        change = self._h.changeCoeff
+        for row, col, value in zip(rows.tolist(), idx.tolist(), coefs.tolist(), strict=True):
+            change(row, col, float(value))
+
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:
         """Solve the model with every column integer (HiGHS's MIP: presolve, cuts and
         branching) within ``time_limit``, then make the columns continuous again.

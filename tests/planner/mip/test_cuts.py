@@ -6,6 +6,7 @@ import pytest
 
 from models import Snapshot
 from planner.mip import plan_epoch
+from planner.mip.backends import get_backend
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
 from planner.mip.model import Constraint
@@ -101,6 +102,50 @@ def test_charged_slices_stop_at_what_the_headroom_pays() -> None:
     f = apply(epoch)
     y = f.y[("a", False, 80)]
     assert f.model.upper[y] == 1
+
+
+def test_a_start_counts_at_most_the_slices_the_headroom_pays() -> None:
+    """The same job starts for four slices of 80 quanta, but ``y <= 1``: capped, in
+    ``y - n x <= 0`` its start counts 1, not 4, so the LP point that starts a quarter of
+    the job and charges a whole slice for it is gone; an integer start makes room for
+    ``y = 1`` either way."""
+    snapshot = SnapBuilder().pool().project("a", owed=8, headroom=3.0).queued("a1", "a").build()
+    f = apply(build_epoch(snapshot))
+    y = f.y[("a", False, 80)]
+    c = row(f, "charged_slices[a,0,80]")
+    coefs = dict(zip(c.vars.tolist(), c.coefs.tolist(), strict=True))
+    assert coefs.pop(y) == 1 and c.rhs == 0
+    assert sorted(coefs.values()) == [-4, -3, -2, -1]  # a start in slice 0, 1, 2 or 3
+    first = min(coefs, key=lambda v: coefs[v])  # the start in slice 0, a quarter of it
+    assert lhs(c, {y: 1.0, first: 0.25}) <= c.rhs  # uncapped, a quarter start pays a slice
+    f.cap_charges()
+    c = row(f, "charged_slices[a,0,80]")
+    capped = dict(zip(c.vars.tolist(), c.coefs.tolist(), strict=True))
+    assert capped.pop(y) == 1 and set(capped.values()) == {-1}
+    assert lhs(c, {y: 1.0, first: 0.25}) > c.rhs  # capped, it no longer does
+
+
+@needs_lp
+def test_capped_charges_take_the_lp_bound_to_the_integer_optimum() -> None:
+    """Two projects, each with headroom for one slice, each with a job that would hold
+    the one node all epoch. Uncapped, the LP starts a quarter of each job and charges
+    each a whole slice (161,600); capped, it charges a quarter slice per quarter start,
+    and its bound is the integer optimum (113,600), which the caps leave unchanged."""
+    snapshot = (
+        SnapBuilder().pool().project("a", owed=8, headroom=3.0).project("b", owed=8, headroom=3.0)
+        .queued("a1", "a").queued("b1", "b").build()
+    )
+    loose = apply(build_epoch(snapshot))
+    capped = apply(build_epoch(snapshot))
+    capped.cap_charges()
+    solver = get_backend("cpsat")
+    whole_loose = solver.solve(loose.model, time_limit=5.0, rel_gap=0.0)
+    whole_capped = solver.solve(capped.model, time_limit=5.0, rel_gap=0.0)
+    assert whole_loose.objective == whole_capped.objective == pytest.approx(113_600)
+    lp_loose, lp_capped = solve_relaxation(loose.model, 5.0), solve_relaxation(capped.model, 5.0)
+    assert lp_loose is not None and lp_capped is not None
+    assert lp_loose.bound == pytest.approx(161_600)
+    assert lp_capped.bound == pytest.approx(113_600)
 
 
 def test_no_charged_slice_when_the_headroom_pays_for_none() -> None:

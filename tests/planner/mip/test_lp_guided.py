@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from models import Snapshot, SolveStatus
-from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, plan_epoch
-from planner.mip.backends.base import SolveResult
+from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, plan_epoch
+from planner.mip.backends import lp_backend
+from planner.mip.backends.base import LpSession, SolveResult
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
-from planner.mip.formulation import apply
+from planner.mip.formulation import Formulation, apply
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available, solve_relaxation
 
@@ -175,6 +176,57 @@ def test_a_lane_backend_gets_no_restricted_master() -> None:
     plan = plan_epoch(snapshot, backend=CpSatBackend().for_lane(), time_limit=4.0, rel_gap=0.0)
     assert "restricted master" not in plan.solver.message
     check_plan(snapshot, plan)
+
+
+def _two_one_slice_projects() -> Snapshot:
+    """Two projects with headroom for one slice each, each with a job that would hold
+    the one node all epoch: uncapped, the LP starts a quarter of each and charges each
+    a whole slice (161,600); capped, its bound is the integer optimum (113,600)."""
+    return (
+        SnapBuilder().pool().project("a", owed=8, headroom=3.0).project("b", owed=8, headroom=3.0)
+        .queued("a1", "a").queued("b1", "b").build()
+    )
+
+
+def _lp_of(form: Formulation) -> tuple[LpSession, float, np.ndarray, np.ndarray]:
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(form.model)
+    assert session.run(5.0)
+    return session, session.objective(), session.values(), session.duals()
+
+
+def test_charge_caps_that_lower_the_lp_bound_are_kept() -> None:
+    """The capped LP is 30% lower: the model takes the caps, and the bound and the
+    point are the capped LP's."""
+    snapshot = _two_one_slice_projects()
+    form = apply(build_epoch(snapshot))
+    session, bound, values, duals = _lp_of(form)
+    assert bound == pytest.approx(161_600)
+    bound, _, _, note = _cap_charges(form, session, bound, values, duals, time.perf_counter() + 5.0)
+    assert bound == pytest.approx(113_600)
+    assert "charged-slice caps: the LP 29.703% lower, kept" in note
+    capped = apply(build_epoch(snapshot))
+    capped.cap_charges()
+    assert [c.coefs.tolist() for c in form.model.constraints] == [c.coefs.tolist() for c in capped.model.constraints]
+
+
+def test_charge_caps_that_move_the_lp_bound_too_little_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the caps take off less than CAP_GAIN (here made 50%), the first optimum
+    stays, and the model and the LP session keep their coefficients."""
+    import planner.mip as mip
+
+    monkeypatch.setattr(mip, "CAP_GAIN", 0.5)
+    snapshot = _two_one_slice_projects()
+    form = apply(build_epoch(snapshot))
+    session, bound, values, duals = _lp_of(form)
+    got = _cap_charges(form, session, bound, values, duals, time.perf_counter() + 5.0)
+    assert got[0] == bound and got[1] is values and got[2] is duals
+    assert "not kept" in got[3]
+    loose = apply(build_epoch(snapshot))
+    assert [c.coefs.tolist() for c in form.model.constraints] == [c.coefs.tolist() for c in loose.model.constraints]
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(161_600)
 
 
 def test_time_limit_is_honoured() -> None:

@@ -48,6 +48,23 @@ def test_row_values_follow_added_constraints() -> None:
     assert m.rows().count == 2
 
 
+def test_set_coefs_changes_a_row_and_its_stack() -> None:
+    """set_coefs() gives a row new coefficients; the stacked rows and checks follow."""
+    m = knapsack()
+    assert m.rows().coefs.tolist() == [2, 3]
+    m.set_coefs(0, np.array([2, 1]))
+    assert m.rows().coefs.tolist() == [2, 1]
+    assert m.row_values(np.array([3, 1])).tolist() == [7]
+    assert m.violations(np.array([3, 1])) == []  # 2 * 3 + 1 <= 7; it was 9 before
+
+
+def test_set_coefs_rejects_a_wrong_count() -> None:
+    """A coefficient per variable of the row, or a ValueError that names the row."""
+    m = knapsack()
+    with pytest.raises(ValueError, match="cap: 1 coefficients for 2 variables"):
+        m.set_coefs(0, np.array([2]))
+
+
 def test_value_truncates_like_int() -> None:
     """value() reads each value as int() would, offset included."""
     m = knapsack()

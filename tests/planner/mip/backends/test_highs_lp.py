@@ -53,6 +53,17 @@ def test_set_objective_solves_the_same_lp_under_new_prices() -> None:
     assert list(session.values()) == pytest.approx([0.5, 1.0])
 
 
+def test_set_coefs_solves_the_lp_with_the_new_row() -> None:
+    """After the LP's optimum (x = 1, y = 0.5), the row made 2x + 4y <= 3 takes
+    y = 0.25 instead (3.5), as a fresh session with that row does."""
+    session = HighsLp(_half_each())
+    assert session.run(5.0)
+    session.set_coefs(np.array([0]), np.array([1]), np.array([4]))
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(3.5)
+    assert list(session.values()) == pytest.approx([1.0, 0.25])
+
+
 def _presolve(highs: object) -> str:
     """HiGHS's presolve option (some highspy releases return it with a status)."""
     value = highs.getOptionValue("presolve")  # type: ignore[attr-defined]
