@@ -125,16 +125,22 @@ def test_a_start_counts_at_most_the_slices_the_headroom_pays() -> None:
     assert lhs(c, {y: 1.0, first: 0.25}) > c.rhs  # capped, it no longer does
 
 
-@needs_lp
-def test_capped_charges_take_the_lp_bound_to_the_integer_optimum() -> None:
+def two_one_slice_projects() -> Snapshot:
     """Two projects, each with headroom for one slice, each with a job that would hold
-    the one node all epoch. Uncapped, the LP starts a quarter of each job and charges
-    each a whole slice (161,600); capped, it charges a quarter slice per quarter start,
-    and its bound is the integer optimum (113,600), which the caps leave unchanged."""
-    snapshot = (
+    the one node all epoch."""
+    return (
         SnapBuilder().pool().project("a", owed=8, headroom=3.0).project("b", owed=8, headroom=3.0)
         .queued("a1", "a").queued("b1", "b").build()
     )
+
+
+@needs_lp
+def test_capped_charges_take_the_lp_bound_to_the_integer_optimum() -> None:
+    """On two one-slice projects, uncapped, the LP starts a quarter of each job and
+    charges each a whole slice (161,600); capped, it charges a quarter slice per quarter
+    start, and its bound is the integer optimum (113,600), which the caps leave
+    unchanged."""
+    snapshot = two_one_slice_projects()
     loose = apply(build_epoch(snapshot))
     capped = apply(build_epoch(snapshot))
     capped.cap_charges()

@@ -19,6 +19,7 @@ from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available, solve_relaxation
 
 from .conftest import SnapBuilder
+from .test_cuts import two_one_slice_projects
 from .test_fallback import NoAnswer, contended_snapshot
 from .test_properties import check_plan
 
@@ -178,16 +179,6 @@ def test_a_lane_backend_gets_no_restricted_master() -> None:
     check_plan(snapshot, plan)
 
 
-def _two_one_slice_projects() -> Snapshot:
-    """Two projects with headroom for one slice each, each with a job that would hold
-    the one node all epoch: uncapped, the LP starts a quarter of each and charges each
-    a whole slice (161,600); capped, its bound is the integer optimum (113,600)."""
-    return (
-        SnapBuilder().pool().project("a", owed=8, headroom=3.0).project("b", owed=8, headroom=3.0)
-        .queued("a1", "a").queued("b1", "b").build()
-    )
-
-
 def _lp_of(form: Formulation) -> tuple[LpSession, float, np.ndarray, np.ndarray]:
     lp = lp_backend()
     assert lp is not None
@@ -197,9 +188,9 @@ def _lp_of(form: Formulation) -> tuple[LpSession, float, np.ndarray, np.ndarray]
 
 
 def test_charge_caps_that_lower_the_lp_bound_are_kept() -> None:
-    """The capped LP is 30% lower: the model takes the caps, and the bound and the
-    point are the capped LP's."""
-    snapshot = _two_one_slice_projects()
+    """On two one-slice projects (test_cuts) the capped LP is 30% lower: the bound is
+    the capped LP's, and the model takes the caps."""
+    snapshot = two_one_slice_projects()
     form = apply(build_epoch(snapshot))
     session, bound, values, duals = _lp_of(form)
     assert bound == pytest.approx(161_600)
@@ -217,7 +208,7 @@ def test_charge_caps_that_move_the_lp_bound_too_little_are_dropped(monkeypatch: 
     import planner.mip as mip
 
     monkeypatch.setattr(mip, "CAP_GAIN", 0.5)
-    snapshot = _two_one_slice_projects()
+    snapshot = two_one_slice_projects()
     form = apply(build_epoch(snapshot))
     session, bound, values, duals = _lp_of(form)
     got = _cap_charges(form, session, bound, values, duals, time.perf_counter() + 5.0)

@@ -55,7 +55,7 @@ def test_set_objective_solves_the_same_lp_under_new_prices() -> None:
 
 def test_set_coefs_solves_the_lp_with_the_new_row() -> None:
     """After the LP's optimum (x = 1, y = 0.5), the row made 2x + 4y <= 3 takes
-    y = 0.25 instead (3.5), as a fresh session with that row does."""
+    y = 0.25 instead (3.5)."""
     session = HighsLp(_half_each())
     assert session.run(5.0)
     session.set_coefs(np.array([0]), np.array([1]), np.array([4]))
