@@ -52,7 +52,8 @@ from planner.mip.formulation import (
     within_classes,
 )
 from planner.mip.greedy import Greedy, greedy_plan, greedy_runs
-from planner.mip.model import LinearModel
+from planner.mip.lifted import add_cuts, lifted_work_cuts
+from planner.mip.model import Constraint, LinearModel
 from planner.mip.relax import (
     Lagrangian,
     Parts,
@@ -159,6 +160,10 @@ MASTER_CAP = 1.5
 #: move the LP to another vertex of about the same value: on warm (72 seeds) that lost
 #: 7 runs within 1%; where they take off more, the bound and the roundings gained.
 CAP_GAIN = 2e-4
+#: Rounds of lifted capped-work cuts (:func:`_lift_work`): each separates them at the
+#: LP's point and solves the LP again from its basis. Kept, like the caps, only where
+#: together they take at least :data:`CAP_GAIN` off the bound.
+LIFT_ROUNDS = 3
 #: For the master beside the first (:func:`_master_search`): columns with one more
 #: start of a class the LP starts more of than the incumbent, on this many of its
 #: pools (:func:`_one_more_start`), dived for at most :data:`FORCED_SECONDS`.
@@ -447,6 +452,9 @@ def _lp_guided(
     caps_note = ""
     if form.charge_caps:
         bound, lp_values, duals, caps_note = _cap_charges(form, session, bound, lp_values, duals, deadline)
+    if form.work_rows:
+        bound, lp_values, duals, lift_note = _lift_work(form, session, bound, lp_values, duals, deadline)
+        caps_note += lift_note
     lp_s = time.perf_counter() - t_start
     # Columns for the restricted master, found in the parts process until the master,
     # on the core the Lagrangian bound leaves idle. Not in a lane of a decomposed epoch
@@ -689,6 +697,48 @@ def _cap_charges(
         note = "; charged-slice caps: the LP not solved again in time, not kept"
     session.set_coefs(rows, idx, loose)
     return bound, values, duals, note
+
+
+def _lift_work(
+    form: Formulation,
+    session: LpSession,
+    bound: float,
+    values: npt.NDArray[np.float64],
+    duals: npt.NDArray[np.float64],
+    deadline: float,
+) -> tuple[float, npt.NDArray[np.float64], npt.NDArray[np.float64], str]:
+    """The LP again, from its last basis, with the capped-work rows lifted where
+    they cut its optimum off (:func:`~planner.mip.lifted.lifted_work_cuts`), for up
+    to :data:`LIFT_ROUNDS` rounds. Where together they lower its bound by at least
+    :data:`CAP_GAIN`, the model takes them too and the new optimum guides the rest;
+    elsewhere the session drops them and the optimum before them stays. Returns the
+    bound, the LP point, its duals and a note for the message."""
+    first = len(form.model.constraints)
+    cuts: list[Constraint] = []
+    point, lower, new_duals = values, bound, duals
+    rounds = 0
+    for _ in range(LIFT_ROUNDS):
+        if deadline - time.perf_counter() < MIN_SEARCH:
+            break
+        found = lifted_work_cuts(form, point)
+        if not found:
+            break
+        session.add_rows(found)
+        cuts += found
+        rounds += 1
+        if not session.run(deadline - time.perf_counter()):
+            session.drop_rows(first)
+            return bound, values, duals, "; lifted work cuts: the LP not solved again in time, not kept"
+        point, lower, new_duals = session.values(), session.objective(), session.duals()
+    if not cuts:
+        return bound, values, duals, ""
+    fall = (bound - lower) / max(abs(bound), 1.0)
+    where = f"{len(cuts)} in {rounds} round{'s' if rounds > 1 else ''}, the LP {max(fall, 0.0):.3%} lower"
+    if fall >= CAP_GAIN:
+        add_cuts(form.model, cuts)
+        return lower, point, new_duals, f"; lifted work cuts: {where}, kept"
+    session.drop_rows(first)
+    return bound, values, duals, f"; lifted work cuts: {where}, not kept"
 
 
 def _one_more_start(

@@ -65,6 +65,9 @@ class Formulation:
     #: (row, start variable, coefficient, capped coefficient): the ``charged_slices``
     #: coefficients that :meth:`cap_charges` caps at the slices ``y`` can still take.
     charge_caps: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: (row, end): the capped-work rows (``cut_work``, ``cut_free``) and the most work
+    #: their utility side can hold, what :mod:`planner.mip.lifted` lifts.
+    work_rows: list[tuple[int, int]] = field(default_factory=list)
     _starts: StartTable | None = field(default=None, init=False, repr=False, compare=False)
 
     def cap_charges(self) -> None:
@@ -585,6 +588,7 @@ def _capped_work_cuts(
                 np.concatenate((np.ones(len(segs), dtype=np.int64), -np.minimum(tq, end))),
                 "<=", rhs, f"cut_work[{project},{t}]",
             )
+            f.work_rows.append((len(m.constraints) - 1, end))
     for project, fv in f.f.items():
         target = epoch.target_q.get(project, 0)
         tv, tq = _split_terms(work_terms.get(project, []))
@@ -597,6 +601,7 @@ def _capped_work_cuts(
             np.concatenate((np.ones(len(head), dtype=np.int64), -np.minimum(tq, target))),
             "<=", sum(min(q, target) for q in pieces), f"cut_free[{project}]",
         )
+        f.work_rows.append((len(m.constraints) - 1, target))
 
 
 def _pairs(variables: npt.NDArray[np.int64], coefs: npt.NDArray[np.int64]) -> list[tuple[int, int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models import SolveStatus
-from planner.mip.model import LinearModel
+from planner.mip.model import Constraint, LinearModel
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,15 @@ class LpSession(Protocol):
     ) -> None:
         """Make ``coefs[i]`` the coefficient of variable ``idx[i]`` in row ``rows[i]``,
         keeping the last basis to start from."""
+        ...
+
+    def add_rows(self, rows: Sequence[Constraint]) -> None:
+        """Append ``rows`` (over the session's variables) after its last row, keeping
+        the last basis to start from."""
+        ...
+
+    def drop_rows(self, first: int) -> None:
+        """Remove the rows from index ``first`` on (those :meth:`add_rows` appended)."""
         ...
 
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:

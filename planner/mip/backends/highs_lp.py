@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.mip.backends.base import IntegerAnswer, quiet_stdout
-from planner.mip.model import LinearModel
+from planner.mip.model import Constraint, LinearModel
 
 
 def highs_available() -> bool:
@@ -118,6 +119,26 @@ class HighsLp:
         change = self._h.changeCoeff
         for row, col, value in zip(rows.tolist(), idx.tolist(), coefs.tolist(), strict=True):
             change(row, col, float(value))
+
+    def add_rows(self, rows: Sequence[Constraint]) -> None:
+        """Append ``rows`` after the last row; the basis stays (the new rows' slacks
+        enter it)."""
+        if not rows:
+            return
+        inf = self._highspy.kHighsInf
+        lower = np.array([-inf if r.sense == "<=" else float(r.rhs) for r in rows])
+        upper = np.array([inf if r.sense == ">=" else float(r.rhs) for r in rows])
+        lengths = np.array([len(r.vars) for r in rows], dtype=np.int32)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int32)
+        index = np.concatenate([r.vars for r in rows]).astype(np.int32)
+        value = np.concatenate([r.coefs for r in rows]).astype(np.float64)
+        self._h.addRows(len(rows), lower, upper, len(index), starts, index, value)
+
+    def drop_rows(self, first: int) -> None:
+        """Remove the rows from index ``first`` on."""
+        last = self._h.getNumRow()
+        if last > first:
+            self._h.deleteRows(last - first, np.arange(first, last, dtype=np.int32))
 
     def run_integer(self, time_limit: float) -> IntegerAnswer | None:
         """Solve the model with every column integer (HiGHS's MIP: presolve, cuts and

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from models import Snapshot, SolveStatus
-from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, plan_epoch
+from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, _lift_work, plan_epoch
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpSession, SolveResult
 from planner.mip.backends.cpsat import CpSatBackend
@@ -218,6 +218,39 @@ def test_charge_caps_that_move_the_lp_bound_too_little_are_dropped(monkeypatch: 
     assert [c.coefs.tolist() for c in form.model.constraints] == [c.coefs.tolist() for c in loose.model.constraints]
     assert session.run(5.0)
     assert session.objective() == pytest.approx(161_600)
+
+
+def test_lifted_work_cuts_are_kept_where_they_lower_the_lp_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the medium snapshot the lifted rows take 0.007% off the LP; with CAP_GAIN
+    made 0 they are kept: the bound falls, and the model and the session end with the
+    same rows, the cuts last."""
+    import planner.mip as mip
+
+    monkeypatch.setattr(mip, "CAP_GAIN", 0.0)
+    form = apply(build_epoch(medium_snapshot(0)))
+    rows = len(form.model.constraints)
+    session, bound, values, duals = _lp_of(form)
+    lower, _, new_duals, note = _lift_work(form, session, bound, values, duals, time.perf_counter() + 5.0)
+    assert lower < bound
+    assert "lifted work cuts:" in note and note.endswith(", kept")
+    added = form.model.constraints[rows:]
+    assert added and all(c.name.startswith("lifted[cut_") for c in added)
+    assert len(new_duals) == len(form.model.constraints)
+
+
+def test_lifted_work_cuts_that_move_the_lp_bound_too_little_are_dropped() -> None:
+    """At the default CAP_GAIN (0.02%) the medium snapshot's cuts (0.007%) are not
+    kept: the first optimum stays, and the model and the session lose the rows."""
+    form = apply(build_epoch(medium_snapshot(0)))
+    rows = len(form.model.constraints)
+    session, bound, values, duals = _lp_of(form)
+    got = _lift_work(form, session, bound, values, duals, time.perf_counter() + 5.0)
+    assert got[0] == bound and got[1] is values and got[2] is duals
+    assert got[3].endswith(", not kept")
+    assert len(form.model.constraints) == rows
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(bound)
+    assert len(session.duals()) == rows
 
 
 def test_time_limit_is_honoured() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from planner.mip.backends.highs_lp import HighsLp, highs_available
-from planner.mip.model import LinearModel
+from planner.mip.model import Constraint, LinearModel
 
 pytestmark = pytest.mark.skipif(not highs_available(), reason="HiGHS is not installed")
 
@@ -62,6 +62,21 @@ def test_set_coefs_solves_the_lp_with_the_new_row() -> None:
     assert session.run(5.0)
     assert session.objective() == pytest.approx(3.5)
     assert list(session.values()) == pytest.approx([1.0, 0.25])
+
+
+def test_add_rows_cuts_the_optimum_off_and_drop_rows_restores_it() -> None:
+    """After the LP's optimum (x = 1, y = 0.5, 4), the row x + y <= 1 takes y = 0 (3);
+    dropped again, the LP is back at 4."""
+    session = HighsLp(_half_each())
+    assert session.run(5.0)
+    session.add_rows([Constraint(np.array([0, 1]), np.array([1, 1]), "<=", 1, "cut")])
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(3.0)
+    assert len(session.duals()) == 2
+    session.drop_rows(1)
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(4.0)
+    assert len(session.duals()) == 1
 
 
 def _presolve(highs: object) -> str:
