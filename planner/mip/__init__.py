@@ -449,12 +449,12 @@ def _lp_guided(
     bound = session.objective()
     lp_values = session.values()
     duals = session.duals()
-    caps_note = ""
+    lp_notes = ""
     if form.charge_caps:
-        bound, lp_values, duals, caps_note = _cap_charges(form, session, bound, lp_values, duals, deadline)
+        bound, lp_values, duals, lp_notes = _cap_charges(form, session, bound, lp_values, duals, deadline)
     if form.work_rows:
         bound, lp_values, duals, lift_note = _lift_work(form, session, bound, lp_values, duals, deadline)
-        caps_note += lift_note
+        lp_notes += lift_note
     lp_s = time.perf_counter() - t_start
     # Columns for the restricted master, found in the parts process until the master,
     # on the core the Lagrangian bound leaves idle. Not in a lane of a decomposed epoch
@@ -523,7 +523,7 @@ def _lp_guided(
             lag_rounded = f"; Lagrangian rounding: gap {best.gap(bound):.2%}"
     if not lag_rounded:
         round_with(ROUNDINGS[1:])
-    note = f"; LP ({lp.name}) in {lp_s:.2f}s{caps_note}; roundings: {'; '.join(rounded)}{lag_note}{lag_rounded}"
+    note = f"; LP ({lp.name}) in {lp_s:.2f}s{lp_notes}; roundings: {'; '.join(rounded)}{lag_note}{lag_rounded}"
     if best.gap(bound) <= rel_gap:
         ended = f"LP rounding: gap {best.gap(bound):.2%} within the target {rel_gap:.2%}"
     caps = solver.capabilities
