@@ -17,8 +17,8 @@ side to ``E`` on its own; otherwise each keeps its ``a_j`` and ``K`` adds at mos
 The LP fills a project's steep segments with one job started whole and a tenth of a
 long one (to the segments' end), which the row allows; with the first job in ``K`` the
 tenth is worth only what is left below ``E`` (``tests/planner/mip/test_lifted.py``).
-The largest kind of HiGHS's root cuts on the whole model of urgent-heavy seed 1 was
-this one, over utility segments and starts alone (286 of 536; *Thirty-third pass*,
+The largest group of HiGHS's root cuts on the whole model of urgent-heavy seed 1 is
+over utility segments and starts alone, as these are (286 of 536; *Thirty-third pass*,
 docs/formulation-passes.md).
 
 Separation (:func:`lift_row`) walks the row's groups in two orders (what the LP leaves
