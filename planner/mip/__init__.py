@@ -295,7 +295,7 @@ def plan_epoch(
         if status is SolveStatus.OPTIMAL and objective < bound - 1e-6:
             status = SolveStatus.FEASIBLE  # placement dropped a gang the solver had placed
     gap = (
-        max(bound - objective, 0.0) / max(abs(bound), 1.0)
+        max(_below(bound, objective), 0.0)
         if bound is not None and objective is not None
         else None
     )
@@ -332,6 +332,13 @@ def plan_epoch(
     return plan.model_copy(update={"solver": solver_info})
 
 
+def _below(bound: float, value: float) -> float:
+    """How far ``value`` lies below ``bound``, as a share of the bound (of 1 where the
+    bound is smaller): the measure of every gap and every bound's fall this module
+    reports or compares."""
+    return (bound - value) / max(abs(bound), 1.0)
+
+
 def reserve_seconds(greedy_s: float, time_limit: float) -> float:
     """Seconds of ``time_limit`` kept after the solve for placement, reasons and the
     plan's objects, when the geometry and the greedy plan took ``greedy_s``: a share of
@@ -354,7 +361,7 @@ class _Best:
     def gap(self, bound: float) -> float:
         if self.objective is None:
             return math.inf
-        return max(bound - self.objective, 0.0) / max(abs(bound), 1.0)
+        return max(_below(bound, self.objective), 0.0)
 
     def offer(
         self,
@@ -509,7 +516,7 @@ def _lp_guided(
             parts=parts,
         )
         lag_note = (
-            f"; Lagrangian bound {(bound - lag.bound) / max(abs(bound), 1.0):.2%} below the LP's "
+            f"; Lagrangian bound {_below(bound, lag.bound):.2%} below the LP's "
             f"({lag.branched} of {lag.parts} fractional projects branched, {lag.closed} "
             f"solved) in {lag.seconds:.2f}s"
         )
@@ -688,7 +695,7 @@ def _cap_charges(
     session.set_coefs(rows, idx, capped)
     if session.run(deadline - time.perf_counter()):
         lower = session.objective()
-        fall = (bound - lower) / max(abs(bound), 1.0)
+        fall = _below(bound, lower)
         if fall >= CAP_GAIN:
             form.cap_charges()
             return lower, session.values(), session.duals(), f"; charged-slice caps: the LP {fall:.3%} lower, kept"
@@ -732,7 +739,7 @@ def _lift_work(
         point, lower, new_duals = session.values(), session.objective(), session.duals()
     if not cuts:
         return bound, values, duals, ""
-    fall = (bound - lower) / max(abs(bound), 1.0)
+    fall = _below(bound, lower)
     where = f"{len(cuts)} in {rounds} round{'s' if rounds > 1 else ''}, the LP {max(fall, 0.0):.3%} lower"
     if fall >= CAP_GAIN:
         add_cuts(form.model, cuts)
@@ -862,7 +869,7 @@ def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[float,
     said = (
         f"; {before - len(lag.open_parts)} of {before} open Lagrangian parts solved exactly "
         f"in {time.perf_counter() - beside.started:.2f}s beside the searches, the bound "
-        f"{(bound - tighter) / max(abs(bound), 1.0):.2%} lower"
+        f"{_below(bound, tighter):.2%} lower"
     )
     return tighter, said
 
