@@ -141,11 +141,11 @@ class Formulation:
         return out
 
     def coupling_rows(self) -> list[int]:
-        """Rows that link projects: pool capacity, whole nodes, node-count cuts, and the
-        busy-node rows (a node's single-node jobs may be of several projects). Without
-        them the model falls apart into one part per project
-        (:func:`planner.mip.relax.lagrangian_bound`)."""
-        shared = ("capacity[", "whole_nodes[", "cut_nodes[", "busy[")
+        """Rows that link projects: pool capacity (and the nodes left to runs that reach
+        a drain), whole nodes, node-count cuts, and the busy-node rows (a node's
+        single-node jobs may be of several projects). Without them the model falls
+        apart into one part per project (:func:`planner.mip.relax.lagrangian_bound`)."""
+        shared = ("capacity[", "drain_capacity[", "whole_nodes[", "cut_nodes[", "busy[")
         return [i for i, c in enumerate(self.model.constraints) if c.name.startswith(shared)]
 
     def decisions(self) -> npt.NDArray[np.bool_]:
@@ -339,6 +339,7 @@ def apply(epoch: Epoch) -> Formulation:
     for (p, k), terms in gpu_terms.items():
         cap = epoch.pools[p].capacity(k) - gpu_fixed.get((p, k), 0)
         m.add_constraint(terms, "<=", max(cap, 0), f"capacity[{p},{k}]")
+    _drain_capacity(f, st, xvars)
     for (node, k), holders in single_on_node.items():
         p = node_pool[node]
         if p not in node_pools:
@@ -862,3 +863,46 @@ def hint_from_runs(f: Formulation, runs: list[Run]) -> dict[int, int]:
     if values is None:
         return {}
     return {i: int(v) for i, v in enumerate(values)}
+
+
+def _drain_capacity(f: Formulation, st: _Starts, xvars: npt.NDArray[np.int64]) -> None:
+    """Capacity rows for the runs that reach a drain: placement never puts a start on a
+    node drained in any slice of its run (docs/formulation.md, Drained nodes), so in
+    slice ``k`` the starts running from ``k`` (or before) into slice ``d`` share the
+    nodes open in every slice ``k .. d`` with the running jobs on those nodes. The
+    per-slice ``capacity`` rows count the nodes that drain later too; a start of slice 0
+    that the model fits there finds no hole when placed."""
+    epoch, m = f.epoch, f.model
+    S = epoch.slices
+    for pool in epoch.pools:
+        p = pool.index
+        if not any(pool.drained):
+            continue
+        on_pool = [(j, r) for j, r in enumerate(epoch.running) if r.pool == p]
+        for k in range(S):
+            open_k = frozenset(pool.nodes) - pool.drained[k]
+            seen: frozenset[str] = open_k
+            for d in range(k + 1, S):
+                keep = seen - pool.drained[d]
+                if keep == seen:
+                    continue
+                seen = keep
+                reach = np.flatnonzero((st.var_pool == p) & (st.var_start <= k) & (st.var_start + st.span > d))
+                if not len(reach):
+                    continue
+                terms = list(_pairs(xvars[reach], st.gpus[reach]))
+                fixed = 0
+                for j, r in on_pool:
+                    if k >= r.may:
+                        continue
+                    here = [n for n in r.state.nodes if n in keep]
+                    if not here:
+                        continue
+                    held = len(here) * pool.gpus_per_node if r.multi else r.state.job.gpus
+                    var = f.z.get((j, k))
+                    if var is None:
+                        fixed += held
+                    else:
+                        terms.append((var, held))
+                cap = len(keep) * pool.gpus_per_node - fixed
+                m.add_constraint(terms, "<=", max(cap, 0), f"drain_capacity[{p},{k},{d}]")

@@ -6,6 +6,8 @@ import pytest
 
 from models import PendingReason
 from planner.mip import plan_epoch
+from planner.mip.epoch import build_epoch
+from planner.mip.formulation import apply
 
 from .conftest import SnapBuilder
 
@@ -139,3 +141,30 @@ def test_non_resumable_work_keeps_off_a_window_before_its_end_not_only_its_contr
     (waiting,) = plan.pending
     assert waiting.reason is PendingReason.MAINTENANCE
     assert "its remaining 3.0 h of work (it is not resumable)" in waiting.detail
+
+
+def test_a_start_that_would_run_into_a_drain_waits_for_the_node_that_stays_open() -> None:
+    """Node 001 drains from 15 min on; node 000 holds a job that runs the first slice
+    (funded, non-resumable, 15 min left). A queued 1 h job fits neither in slice 0:
+    node 001 would hold it into the drain, node 000 is busy. The per-slice capacity
+    (16 GPUs open in slice 0, 8 held) allows that start; the ``drain_capacity`` row
+    (starts running from slice 0 into slice 1 share node 000 with its running job:
+    8 x <= 8 - 8) does not, so the model starts it in slice 1, where placement puts it.
+    (Without the row the model started it in slice 0, placement dropped it, and the fill
+    put it in slice 1: a plan below the model's optimum.)"""
+    snapshot = (
+        SnapBuilder()
+        .pool(nodes=2, drain=(900.0, 9000.0), drained=1)
+        .project("a", owed=16)
+        .running("r", ("c-h100-000",), ran=7200.0, resumable=False, duration=8100.0)
+        .queued("q", duration=3600.0)
+        .build()
+    )
+    f = apply(build_epoch(snapshot))
+    (row,) = [c for c in f.model.constraints if c.name == "drain_capacity[0,0,1]"]
+    coefs = dict(zip(row.vars.tolist(), row.coefs.tolist(), strict=True))
+    assert (coefs, row.rhs) == ({f.x[(0, 0, 0)]: 8}, 0)
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    assert slices_of(plan, "q") == [1, 2, 3]
+    assert "found no hole" not in plan.solver.message
+    assert plan.solver.gap == pytest.approx(0.0)  # the plan placed is the model's optimum
