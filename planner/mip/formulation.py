@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from models import Job
+from models import Job, drain_guard
 from planner.mip.assemble import Run, Start
 from planner.mip.epoch import Epoch, JobClass, SubPool
 from planner.mip.model import LinearModel
@@ -866,43 +866,73 @@ def hint_from_runs(f: Formulation, runs: list[Run]) -> dict[int, int]:
 
 
 def _drain_capacity(f: Formulation, st: _Starts, xvars: npt.NDArray[np.int64]) -> None:
-    """Capacity rows for the runs that reach a drain: placement never puts a start on a
-    node drained in any slice of its run (docs/formulation.md, Drained nodes), so in
-    slice ``k`` the starts running from ``k`` (or before) into slice ``d`` share the
-    nodes open in every slice ``k .. d`` with the running jobs on those nodes. The
-    per-slice ``capacity`` rows count the nodes that drain later too; a start of slice 0
-    that the model fits there finds no hole when placed."""
+    """Capacity rows for the starts that must keep off nodes that are open now: placement
+    never puts a start on a node drained in any slice of its run, nor (with a contract)
+    on one whose window opens within it (:meth:`~planner.mip.epoch.SubPool.keeps_off`,
+    docs/formulation.md, Drained nodes). So in slice ``k`` the starts kept off a set of
+    nodes share the other open nodes with the running jobs on them. The sets are nested
+    by when each open node next closes (its next drained slice, or its next window);
+    a start is counted when every member of its class keeps off every node of the set
+    (the member with the shortest contract decides). The per-slice ``capacity`` rows
+    count those nodes too: a start the model fits there finds no hole when placed."""
     epoch, m = f.epoch, f.model
     S = epoch.slices
     for pool in epoch.pools:
-        p = pool.index
-        if not any(pool.drained):
+        if not (any(pool.drained) or pool.drain_opens):
             continue
+        p = pool.index
         on_pool = [(j, r) for j, r in enumerate(epoch.running) if r.pool == p]
+        mine = np.flatnonzero(st.var_pool == p)
+        guard = {
+            int(c): min(drain_guard(js.job, True, js.remaining) for js in epoch.classes[int(c)].jobs)
+            for c in np.unique(st.var_cls[mine])
+        }
         for k in range(S):
-            open_k = frozenset(pool.nodes) - pool.drained[k]
-            seen: frozenset[str] = open_k
-            for d in range(k + 1, S):
-                keep = seen - pool.drained[d]
-                if keep == seen:
+            open_k = [n for n in pool.nodes if n not in pool.drained[k]]
+            closes = {n: _next_close(pool, n, k, epoch) for n in open_k}
+            active = mine[(st.var_start[mine] <= k) & (st.var_start[mine] + st.span[mine] > k)]
+            for i, t in enumerate(sorted(set(closes.values()) - {np.inf})):
+                shut = [n for n in open_k if closes[n] <= t]
+                keep = [n for n in open_k if closes[n] > t]
+                # One node of each kind (the same drained slices and windows) asks for all.
+                kinds = list({(tuple(n in d for d in pool.drained), pool.drain_opens.get(n, ())): n for n in shut}.values())
+                off = [
+                    v for v in active.tolist()
+                    if all(
+                        pool.keeps_off(
+                            n, int(st.var_start[v]), int(st.var_start[v] + st.span[v]),
+                            epoch.slice_start(int(st.var_start[v])), guard[int(st.var_cls[v])],
+                        )
+                        for n in kinds
+                    )
+                ]
+                if not off:
                     continue
-                seen = keep
-                reach = np.flatnonzero((st.var_pool == p) & (st.var_start <= k) & (st.var_start + st.span > d))
-                if not len(reach):
-                    continue
-                terms = list(_pairs(xvars[reach], st.gpus[reach]))
+                at = np.array(off, dtype=np.int64)
+                terms = list(_pairs(xvars[at], st.gpus[at]))
                 fixed = 0
+                kept = set(keep)
                 for j, r in on_pool:
                     if k >= r.may:
                         continue
-                    here = [n for n in r.state.nodes if n in keep]
-                    if not here:
+                    held_nodes = [n for n in r.state.nodes if n in kept]
+                    if not held_nodes:
                         continue
-                    held = len(here) * pool.gpus_per_node if r.multi else r.state.job.gpus
+                    held = len(held_nodes) * pool.gpus_per_node if r.multi else r.state.job.gpus
                     var = f.z.get((j, k))
                     if var is None:
                         fixed += held
                     else:
                         terms.append((var, held))
                 cap = len(keep) * pool.gpus_per_node - fixed
-                m.add_constraint(terms, "<=", max(cap, 0), f"drain_capacity[{p},{k},{d}]")
+                m.add_constraint(terms, "<=", max(cap, 0), f"drain_capacity[{p},{k},{i}]")
+
+
+def _next_close(pool: SubPool, node: str, k: int, epoch: Epoch) -> float:
+    """When ``node`` (open in slice ``k``) next closes: the start of its next drained
+    slice, or its next window's opening after slice ``k`` starts, whichever is first;
+    infinity when neither comes."""
+    after = epoch.slice_start(k)
+    times = [epoch.slice_start(d) for d in range(k + 1, epoch.slices) if node in pool.drained[d]][:1]
+    times += [w for w in pool.drain_opens.get(node, ()) if w > after]
+    return float(min(times, default=np.inf))

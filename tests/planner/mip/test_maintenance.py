@@ -161,10 +161,28 @@ def test_a_start_that_would_run_into_a_drain_waits_for_the_node_that_stays_open(
         .build()
     )
     f = apply(build_epoch(snapshot))
-    (row,) = [c for c in f.model.constraints if c.name == "drain_capacity[0,0,1]"]
+    (row,) = [c for c in f.model.constraints if c.name == "drain_capacity[0,0,0]"]
     coefs = dict(zip(row.vars.tolist(), row.coefs.tolist(), strict=True))
     assert (coefs, row.rhs) == ({f.x[(0, 0, 0)]: 8}, 0)
     plan = plan_epoch(snapshot, rel_gap=0.0)
     assert slices_of(plan, "q") == [1, 2, 3]
     assert "found no hole" not in plan.solver.message
     assert plan.solver.gap == pytest.approx(0.0)  # the plan placed is the model's optimum
+
+
+def test_the_model_sees_a_window_after_the_epoch() -> None:
+    """Node 001's next window opens at 4,000 s, after the epoch; two 8-GPU jobs with 2 h
+    contracts may not start there (as above). The ``drain_capacity`` rows leave such
+    starts node 000 alone in every slice, so the model starts one job, which placement
+    puts there: the plan is the model's optimum. (Without the rows the model started
+    both, placement dropped one, and the plan was a third below the model's answer.)"""
+    snapshot = (
+        SnapBuilder().pool(nodes=2, drained=1, next_drain=4000.0).project("a", owed=16)
+        .queued("q1", min_runtime=7200.0).queued("q2", min_runtime=7200.0).build()
+    )
+    f = apply(build_epoch(snapshot))
+    rows = {c.name: (c.coefs.tolist(), c.rhs) for c in f.model.constraints if c.name.startswith("drain_capacity")}
+    assert rows == {f"drain_capacity[0,{k},0]": ([8] * (k + 1), 8) for k in range(4)}
+    plan = plan_epoch(snapshot, rel_gap=0.0)
+    assert "found no hole" not in plan.solver.message
+    assert plan.solver.gap == pytest.approx(0.0)
