@@ -141,10 +141,10 @@ class Formulation:
         return out
 
     def coupling_rows(self) -> list[int]:
-        """Rows that link projects: pool capacity (and the nodes left to runs that reach
-        a drain), whole nodes, node-count cuts, and the busy-node rows (a node's
-        single-node jobs may be of several projects). Without them the model falls
-        apart into one part per project (:func:`planner.mip.relax.lagrangian_bound`)."""
+        """Rows that link projects: pool capacity (and the nodes left to the starts that
+        keep off closing nodes), whole nodes, node-count cuts, and the busy-node rows (a
+        node's single-node jobs may be of several projects). Without them the model
+        falls apart into one part per project (:func:`planner.mip.relax.lagrangian_bound`)."""
         shared = ("capacity[", "drain_capacity[", "whole_nodes[", "cut_nodes[", "busy[")
         return [i for i, c in enumerate(self.model.constraints) if c.name.startswith(shared)]
 
