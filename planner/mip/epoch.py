@@ -43,6 +43,12 @@ class SubPool:
         """Work quanta one GPU of this pool does in one slice."""
         return max(round(self.rate * WORK_SCALE), 1)
 
+    @property
+    def maintained(self) -> bool:
+        """Whether maintenance reaches this pool at all: a node drained in some slice,
+        or a window opening after the epoch's start."""
+        return bool(self.drain_opens) or any(self.drained)
+
     def fenced(self, node: str, start: float, contract: float) -> bool:
         """Whether a start on ``node`` at ``start`` protected for ``contract`` seconds
         would hold a drain up (:func:`planner.placement.holds_up_drain`)."""

@@ -45,7 +45,7 @@ def pending_reasons(
         # Members of a class share every field the reason depends on: work it out once
         # (whether maintenance ahead rules its start out also depends on its contract).
         key = (c.pools, c.gpus, c.project, c.allocated, c.urgent, c.priority)
-        near = any(p.drain_opens or any(p.drained) for p in pools)
+        near = any(p.maintained for p in pools)
         shared: Pending | None = known.get(key)
         for st in c.jobs:
             if st.job.id in placed:

@@ -878,7 +878,7 @@ def _drain_capacity(f: Formulation, st: _Starts, xvars: npt.NDArray[np.int64]) -
     epoch, m = f.epoch, f.model
     S = epoch.slices
     for pool in epoch.pools:
-        if not (any(pool.drained) or pool.drain_opens):
+        if not pool.maintained:
             continue
         p = pool.index
         on_pool = [(j, r) for j, r in enumerate(epoch.running) if r.pool == p]
