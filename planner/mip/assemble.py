@@ -110,7 +110,7 @@ class Board:
 
     def occupy(self, run: Run, pool: SubPool) -> None:
         """Take the run's GPUs on its nodes for its slices."""
-        per_node = pool.gpus_per_node if pool.multi(run.state.job.gpus) else run.state.job.gpus
+        per_node = pool.held(run.state.job.gpus, 1)
         groups = self.alike[pool.index]
         for n in run.nodes:
             slots = self.free[n]

@@ -81,6 +81,14 @@ class SubPool:
         """Whether a gang of ``gpus`` spans several nodes here."""
         return gpus > self.gpus_per_node
 
+    def held(self, gpus: int, nodes: int) -> int:
+        """GPUs a job of ``gpus`` holds on ``nodes`` of its nodes here: those nodes
+        whole when it spans several, else its own GPUs (none when ``nodes`` is 0).
+        The model's rows and placement's board count a running job by this one rule."""
+        if self.multi(gpus):
+            return nodes * self.gpus_per_node
+        return gpus if nodes else 0
+
 
 @dataclass
 class Running:
@@ -317,12 +325,8 @@ def _running(
     open_nodes: list[int] = []
     for k in range(slices):
         open_here = [n for n in state.nodes if n not in pool.drained[k]]
-        if multi:
-            open_nodes.append(len(open_here))
-            open_gpus.append(len(open_here) * pool.gpus_per_node)
-        else:
-            open_nodes.append(0)
-            open_gpus.append(job.gpus if open_here else 0)
+        open_nodes.append(len(open_here) if multi else 0)
+        open_gpus.append(pool.held(job.gpus, len(open_here)))
     return Running(
         state=state,
         pool=pool.index,

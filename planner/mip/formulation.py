@@ -918,7 +918,7 @@ def _drain_capacity(f: Formulation, st: _Starts, xvars: npt.NDArray[np.int64]) -
                     held_nodes = [n for n in r.state.nodes if n in kept]
                     if not held_nodes:
                         continue
-                    held = len(held_nodes) * pool.gpus_per_node if r.multi else r.state.job.gpus
+                    held = pool.held(r.state.job.gpus, len(held_nodes))
                     var = f.z.get((j, k))
                     if var is None:
                         fixed += held

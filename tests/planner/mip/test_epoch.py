@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from planner.mip import plan_epoch
+from planner.mip.epoch import build_epoch
 
 from .conftest import SnapBuilder
 
@@ -28,3 +29,16 @@ def test_the_plan_lets_free_running_non_resumable_funded_work_finish(ran: float,
     plan = plan_epoch(_free_non_resumable(ran).build(), time_limit=10.0, rel_gap=0.0)
     runs_r = [any(a.job == "r" for a in s.assignments) for s in plan.slices]
     assert runs_r == [kept] * len(plan.slices)
+
+
+def test_a_gang_that_spans_nodes_holds_them_whole() -> None:
+    """A 12-GPU gang on 8-GPU nodes holds 8 GPUs on each of its nodes, 4 idle or not."""
+    pool = build_epoch(SnapBuilder().pool("c", nodes=2).build()).pools[0]
+    assert pool.held(12, 2) == 16
+    assert pool.held(12, 1) == 8
+
+
+def test_a_job_on_one_node_holds_its_own_gpus_and_none_once_its_node_is_gone() -> None:
+    pool = build_epoch(SnapBuilder().pool("c", nodes=2).build()).pools[0]
+    assert pool.held(3, 1) == 3
+    assert pool.held(3, 0) == 0
