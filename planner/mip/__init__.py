@@ -37,7 +37,13 @@ from planner.mip.backends import (
     lp_backend,
 )
 from planner.mip.backends.base import Concurrent, Laned, LpCapable, LpSession, Prestarting
-from planner.mip.columns import ColumnsBeside, forced_columns, restricted_master, with_point_columns
+from planner.mip.columns import (
+    ColumnsBeside,
+    forced_columns,
+    priced_by_master,
+    restricted_master,
+    with_point_columns,
+)
 from planner.mip.decompose import DECOMPOSE_STARTS, estimated_starts, merge, split
 from planner.mip.epoch import Epoch, build_epoch
 from planner.mip.explain import explain_job, pending_reasons
@@ -169,6 +175,8 @@ LIFT_ROUNDS = 3
 #: pools (:func:`_one_more_start`), dived for at most :data:`FORCED_SECONDS`.
 FORCED_POOLS = 3
 FORCED_SECONDS = 1.0
+#: Seconds at most for the columns the master's own LP prices (:func:`~planner.mip.columns.priced_by_master`).
+MASTER_PRICING = 1.0
 Placed = tuple[list[Run], set[str], Board]
 
 
@@ -807,6 +815,13 @@ def _master_search(
     if not dived.columns:
         return "restricted master: no columns found in time"
     caps = solver.capabilities
+    pricing = time.perf_counter()
+    priced = 0
+    if deadline - pricing >= MASTER_PRICING + FORCED_SECONDS + MASTER_CAP + 0.5:
+        dived, priced = priced_by_master(
+            form.model, columns.coupling, dived, best.values, form.decisions(), lp, pricing + MASTER_PRICING
+        )
+    pricing = time.perf_counter() - pricing
     # The second master only where its columns leave the first its whole time.
     pair = (
         isinstance(solver, Concurrent)
@@ -852,7 +867,8 @@ def _master_search(
             f"that start one more job ({forced_s:.2f}s)"
         )
     return (
-        f"restricted master: {dived.count} columns ({from_point} from the bound's point) of "
+        f"restricted master: {dived.count} columns ({from_point} from the bound's point, "
+        f"{priced} priced by its LP in {pricing:.2f}s) of "
         f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}, gap {best.gap(bound):.2%}"

@@ -191,6 +191,79 @@ def test_a_master_with_only_the_incumbents_columns_keeps_the_incumbent() -> None
     assert master.values(answer.values).tolist() == [4, 0, 1]
 
 
+def test_the_masters_prices_are_read_back_onto_the_whole_models_rows() -> None:
+    """The master of the shared instance from the incumbent a = 4, f = 1 and b's column
+    4: its LP takes a quarter of b's column (17), so the shared row is worth 5 a unit
+    (b's 20 over its 4 units); each part's price of a column is what its column in
+    the LP's basis is worth at that price (a: 12 - 5 * 4 = -8)."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    by_name = _by_name(m, parts)
+    found = columns.ColumnSet(parts, {by_name["b"]: [np.array([4])]})
+    master = columns.restricted_master(m, coupling, found, np.array([4, 0, 1]))
+    lp = lp_backend()
+    assert lp is not None
+    session = lp.open_lp(master.model)
+    assert session.run(5.0)
+    assert session.objective() == pytest.approx(17.0)
+    prices, per_column = master.prices(session.duals(), coupling, len(m.constraints))
+    assert prices.tolist() == pytest.approx([0.0, 0.0, 5.0])
+    assert per_column[by_name["a"]] == pytest.approx(-8.0)
+
+
+def test_the_masters_prices_find_the_columns_it_lacks() -> None:
+    """From the incumbent a = 4, f = 1 (13) with no other column: under the master's
+    first prices (the shared row worth at most 1) b's dive starts b = 4, a new column;
+    under the second (5 a unit, from b's 20 over 4) a's dive leaves a = 0. The master
+    over them finds the optimum a = 0, b = 4, f = 1 (21)."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    by_name = _by_name(m, parts)
+    lp = lp_backend()
+    assert lp is not None
+    incumbent = np.array([4, 0, 1])
+    decisions = np.ones(3, dtype=bool)
+    found, added = columns.priced_by_master(
+        m, coupling, columns.ColumnSet(parts, {}), incumbent, decisions, lp, time.perf_counter() + 10.0, rounds=2
+    )
+    assert added == 2
+    assert {r: [c.tolist() for c in cols] for r, cols in found.columns.items()} == {
+        by_name["b"]: [[4]],
+        by_name["a"]: [[0]],
+    }
+    master = columns.restricted_master(m, coupling, found, incumbent)
+    answer = CpSatBackend().solve(master.model, time_limit=10.0, rel_gap=0.0)
+    assert answer.values is not None
+    assert master.values(answer.values).tolist() == [0, 4, 1]
+    assert answer.objective == 21
+
+
+def test_one_round_of_the_masters_prices_gives_only_the_column_its_first_prices_ask_for() -> None:
+    """One round: b's column 4 joins; a's dive at the first prices starts a = 4 again,
+    the incumbent's own column, which does not join."""
+    m, coupling = _shared()
+    parts = split_parts(m, coupling)
+    lp = lp_backend()
+    assert lp is not None
+    found, added = columns.priced_by_master(
+        m, coupling, columns.ColumnSet(parts, {}), np.array([4, 0, 1]), np.ones(3, dtype=bool), lp,
+        time.perf_counter() + 10.0, rounds=1,
+    )
+    assert added == 1
+    assert list(found.columns) == [_by_name(m, parts)["b"]]
+
+
+def test_the_masters_prices_past_their_deadline_add_nothing() -> None:
+    m, coupling = _shared()
+    lp = lp_backend()
+    assert lp is not None
+    found, added = columns.priced_by_master(
+        m, coupling, columns.ColumnSet(split_parts(m, coupling), {}), np.array([4, 0, 1]), np.ones(3, dtype=bool),
+        lp, time.perf_counter() - 1.0,
+    )
+    assert (added, found.count) == (0, 0)
+
+
 def _beside_on_the_step_instance() -> tuple[Formulation, columns.ColumnsBeside]:
     """The step instance (two projects sharing one node), its LP solved, and columns
     started from it with a deadline a minute away."""
