@@ -815,13 +815,13 @@ def _master_search(
     if not dived.columns:
         return "restricted master: no columns found in time"
     caps = solver.capabilities
-    pricing = time.perf_counter()
+    pricing_from = time.perf_counter()
     priced = 0
-    if deadline - pricing >= MASTER_PRICING + FORCED_SECONDS + MASTER_CAP + 0.5:
+    if deadline - pricing_from >= MASTER_PRICING + FORCED_SECONDS + MASTER_CAP + 0.5:
         dived, priced = priced_by_master(
-            form.model, columns.coupling, dived, best.values, form.decisions(), lp, pricing + MASTER_PRICING
+            form.model, columns.coupling, dived, best.values, form.decisions(), lp, pricing_from + MASTER_PRICING
         )
-    pricing = time.perf_counter() - pricing
+    pricing_s = time.perf_counter() - pricing_from
     # The second master only where its columns leave the first its whole time.
     pair = (
         isinstance(solver, Concurrent)
@@ -868,7 +868,7 @@ def _master_search(
         )
     return (
         f"restricted master: {dived.count} columns ({from_point} from the bound's point, "
-        f"{priced} priced by its LP in {pricing:.2f}s) of "
+        f"{priced} priced by its LP in {pricing_s:.2f}s) of "
         f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}, gap {best.gap(bound):.2%}"
