@@ -39,6 +39,7 @@ from planner.mip.backends import (
 from planner.mip.backends.base import Concurrent, Laned, LpCapable, LpSession, Prestarting
 from planner.mip.columns import (
     ColumnsBeside,
+    Priced,
     forced_columns,
     priced_by_master,
     restricted_master,
@@ -177,6 +178,9 @@ FORCED_POOLS = 3
 FORCED_SECONDS = 1.0
 #: Seconds at most for the columns the master's own LP prices (:func:`~planner.mip.columns.priced_by_master`).
 MASTER_PRICING = 1.0
+#: Seconds at most, after those, for the parts priced exactly at the master's prices
+#: (``exact_until`` of :func:`~planner.mip.columns.priced_by_master`).
+EXACT_PRICING = 2.5
 Placed = tuple[list[Run], set[str], Board]
 
 
@@ -816,11 +820,15 @@ def _master_search(
         return "restricted master: no columns found in time"
     caps = solver.capabilities
     pricing_from = time.perf_counter()
-    priced = 0
-    if deadline - pricing_from >= MASTER_PRICING + FORCED_SECONDS + MASTER_CAP + 0.5:
-        dived, priced = priced_by_master(
-            form.model, columns.coupling, dived, best.values, form.decisions(), lp, pricing_from + MASTER_PRICING
+    priced = Priced(dived, 0)
+    after = FORCED_SECONDS + MASTER_CAP + 0.5
+    if deadline - pricing_from >= MASTER_PRICING + after:
+        exact = deadline - pricing_from >= MASTER_PRICING + EXACT_PRICING + after
+        priced = priced_by_master(
+            form.model, columns.coupling, dived, best.values, form.decisions(), lp, pricing_from + MASTER_PRICING,
+            exact_until=pricing_from + MASTER_PRICING + EXACT_PRICING if exact else None,
         )
+        dived = priced.columns
     pricing_s = time.perf_counter() - pricing_from
     # The second master only where its columns leave the first its whole time.
     pair = (
@@ -868,7 +876,9 @@ def _master_search(
         )
     return (
         f"restricted master: {dived.count} columns ({from_point} from the bound's point, "
-        f"{priced} priced by its LP in {pricing_s:.2f}s) of "
+        f"{priced.dived + priced.exact} priced by its LP in {pricing_s:.2f}s"
+        + (f", {priced.exact} of them exact from {priced.solved} parts" if priced.solved else "")
+        + ") of "
         f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}, gap {best.gap(bound):.2%}"

@@ -25,12 +25,15 @@ master, a second master adds columns that
 start one more job of a class than the incumbent does (:func:`forced_columns`): the
 perturbed prices' dives seldom give those, since each part's LP spreads such a start
 over fractions of several. Before both, each part is dived under the master's own LP
-prices too (:func:`priced_by_master`): what the other parts' columns leave room for.
+prices too (:func:`priced_by_master`): what the other parts' columns leave room for;
+then the parts whose dive falls farthest below their LP are solved exactly at those
+prices.
 In the planner, on six families, seeds 1-24:
 better on 112 epochs, worse on 18 (docs/formulation-passes.md, *Twenty-second pass*);
 ten price vectors from one LP per part then better on 93, worse on 37 (*Twenty-third*);
 the master's prices, five families, seeds 1-24: better on 71, worse on 44
-(*Thirty-sixth*).
+(*Thirty-sixth*); ten parts priced exactly, six families, seeds 1-24: better on 74,
+worse on 44 (*Thirty-seventh*).
 """
 
 from __future__ import annotations
@@ -77,6 +80,16 @@ MASTER_ROUNDS = 2
 #: A column priced by the master joins when its reduced cost is above this share of
 #: its part's price of a column.
 REDUCED_COST = 1e-6
+#: Parts priced exactly after the master's dives (:func:`priced_by_master`): those whose
+#: dived column falls farthest below their LP's value. Offline, ten (1.6-2.3 s in all)
+#: lowered HiGHS's bound on the master's optimum by 0.13-0.51 points on four epochs that
+#: miss; two more rounds of dives instead, by 0.00-0.17 (docs/formulation-passes.md,
+#: *Thirty-seventh pass*).
+EXACT_PARTS = 10
+#: Seconds asked of HiGHS for one part's exact pricing (it may run over on parts of a few
+#: thousand variables). At 0.1 s the same ten parts lowered the master's bound by only
+#: 0.02-0.13 points.
+EXACT_CAP = 0.25
 
 
 def dive(
@@ -459,6 +472,17 @@ def restricted_master(
     return Master(m, choose, columns, free, parts.members, incumbent.astype(np.int64))
 
 
+@dataclass(frozen=True)
+class Priced:
+    """What :func:`priced_by_master` added: the columns, how many its dives gave and how
+    many its exact pricing gave (of how many parts it solved)."""
+
+    columns: ColumnSet
+    dived: int
+    exact: int = 0
+    solved: int = 0
+
+
 def priced_by_master(
     model: LinearModel,
     coupling: list[int],
@@ -468,42 +492,134 @@ def priced_by_master(
     lp: LpCapable,
     deadline: float,
     rounds: int = MASTER_ROUNDS,
-) -> tuple[ColumnSet, int]:
+    exact_until: float | None = None,
+    exact_parts: int = EXACT_PARTS,
+) -> Priced:
     """``found`` and the columns its restricted master's LP asks for: up to ``rounds``
     times, the master's LP (over the columns so far) is solved, each part's LP is
     dived under the master's prices (the coupling rows' duals), and a dived column
     joins when it is worth more than the part's price of a column (a positive reduced
     cost), until ``deadline``. The prices of the LP's own optimum (the first vector of
     :func:`dive_parts`) lead every part to its own best; the master's lead each part
-    to what the others leave room for. Returns the columns and how many were added."""
+    to what the others leave room for.
+
+    With ``exact_until`` (and an ``lp`` that solves integer parts), one more round
+    until then: each part dived again, and the ``exact_parts`` parts whose dived
+    column falls farthest below their LP's value solved as integers too, each for at
+    most :data:`EXACT_CAP`: a dive fixes what the LP has nearly integral and can miss
+    a part's best choice by much, a knapsack of large gangs most."""
     parts = found.parts
     columns = {r: list(c) for r, c in found.columns.items()}
     roots = list(parts.rows)
     subs = [part_model(model, parts.members[r], parts.rows[r]) for r in roots]
     firsts = [decisions[parts.members[r]] for r in roots]
-    added = 0
+    dived = 0
     for _ in range(rounds):
-        if time.perf_counter() >= deadline:
+        asked = _master_prices(model, coupling, ColumnSet(parts, columns), incumbent, lp, deadline)
+        if asked is None:
             break
-        master = restricted_master(model, coupling, ColumnSet(parts, columns), incumbent)
-        session = lp.open_lp(master.model)
-        if not session.run(max(deadline - time.perf_counter(), 0.01)):
-            break
-        prices, per_column = master.prices(session.duals(), coupling, len(model.constraints))
-        cost = priced_objective(model, coupling, prices)[0]
-        got = dive_parts(lp, subs, [[cost[parts.members[r]]] for r in roots], firsts, deadline - time.perf_counter())
-        before = added
+        master, cost, per_column = asked
+        got = dive_parts(
+            lp,
+            subs,
+            [[cost[parts.members[r]]] for r in roots],
+            firsts,
+            deadline - time.perf_counter(),
+        )
+        before = dived
         for root, points in zip(roots, got, strict=True):
             for point in points:
-                gain = float(np.dot(cost[parts.members[root]], point)) - per_column[root]
-                if gain <= REDUCED_COST * max(abs(per_column[root]), 1.0):
-                    continue
-                # The master holds the incumbent's own column besides ``columns``.
-                if not any(np.array_equal(point, c) for c in master.columns[root]):
-                    added += _add_new(columns.setdefault(root, []), point)
-        if added == before:
+                dived += _join(
+                    columns, master, root, point, cost[parts.members[root]], per_column[root]
+                )
+        if dived == before:
             break
-    return ColumnSet(parts, columns, found.seconds), added
+    if exact_until is None or not lp.capabilities.integer_parts or exact_parts <= 0:
+        return Priced(ColumnSet(parts, columns, found.seconds), dived)
+    exact = solved = 0
+    asked = _master_prices(model, coupling, ColumnSet(parts, columns), incumbent, lp, exact_until)
+    if asked is not None:
+        master, cost, per_column = asked
+        short: list[tuple[float, int]] = []
+        for k, root in enumerate(roots):
+            if time.perf_counter() >= exact_until:
+                break
+            own = cost[parts.members[root]]
+            value, near = _lp_and_dive(lp, subs[k], own, firsts[k], exact_until)
+            if near is not None:
+                dived += _join(columns, master, root, near, own, per_column[root])
+            best = per_column[root] if near is None else max(per_column[root], float(np.dot(own, near)))
+            if value is not None and value - best > REDUCED_COST * max(abs(per_column[root]), 1.0):
+                short.append((value - best, k))
+        for _, k in sorted(short, reverse=True)[:exact_parts]:
+            left = exact_until - time.perf_counter()
+            if left <= 0:
+                break
+            root = roots[k]
+            own = cost[parts.members[root]]
+            answer = lp.open_lp(subs[k], own).run_integer(min(EXACT_CAP, left))
+            solved += 1
+            if answer is not None and answer.values is not None:
+                whole = np.round(answer.values).astype(np.int64)
+                exact += _join(columns, master, root, whole, own, per_column[root])
+    return Priced(ColumnSet(parts, columns, found.seconds), dived, exact, solved)
+
+
+def _master_prices(
+    model: LinearModel,
+    coupling: list[int],
+    found: ColumnSet,
+    incumbent: npt.NDArray[np.int64],
+    lp: LpCapable,
+    deadline: float,
+) -> tuple[Master, npt.NDArray[np.float64], dict[int, float]] | None:
+    """The restricted master over ``found``, and its LP's prices: each variable's
+    objective less what it uses of the priced coupling rows, and each part's price of
+    a column. ``None`` past ``deadline`` or when the LP is not solved by then."""
+    if time.perf_counter() >= deadline:
+        return None
+    master = restricted_master(model, coupling, found, incumbent)
+    session = lp.open_lp(master.model)
+    if not session.run(max(deadline - time.perf_counter(), 0.01)):
+        return None
+    prices, per_column = master.prices(session.duals(), coupling, len(model.constraints))
+    return master, priced_objective(model, coupling, prices)[0], per_column
+
+
+def _join(
+    columns: dict[int, list[npt.NDArray[np.int64]]],
+    master: Master,
+    root: int,
+    point: npt.NDArray[np.int64],
+    cost: npt.NDArray[np.float64],
+    per_column: float,
+) -> int:
+    """1 when ``point`` joins ``root``'s columns: worth more under ``cost`` than the
+    part's price of a column, and not among the master's columns or ``columns``."""
+    if float(np.dot(cost, point)) - per_column <= REDUCED_COST * max(abs(per_column), 1.0):
+        return 0
+    # The master holds the incumbent's own column besides ``columns``.
+    if any(np.array_equal(point, c) for c in master.columns[root]):
+        return 0
+    return int(_add_new(columns.setdefault(root, []), point))
+
+
+def _lp_and_dive(
+    lp: LpCapable,
+    sub: LinearModel,
+    cost: npt.NDArray[np.float64],
+    first: npt.NDArray[np.bool_],
+    deadline: float,
+) -> tuple[float | None, npt.NDArray[np.int64] | None]:
+    """``sub``'s LP value under ``cost`` and its dived point (:func:`dive`); ``None`` for
+    what is not found by ``deadline``."""
+    session = lp.open_lp(sub, cost)
+    if not session.run(max(deadline - time.perf_counter(), 0.01)):
+        return None, None
+    value = session.objective()
+    lower = np.asarray(sub.lower, dtype=np.float64)
+    upper = np.asarray(sub.upper, dtype=np.float64)
+    return value, dive(session, lower, upper, first, deadline)
 
 
 def _add_coupling(

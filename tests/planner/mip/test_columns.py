@@ -223,10 +223,11 @@ def test_the_masters_prices_find_the_columns_it_lacks() -> None:
     assert lp is not None
     incumbent = np.array([4, 0, 1])
     decisions = np.ones(3, dtype=bool)
-    found, added = columns.priced_by_master(
+    priced = columns.priced_by_master(
         m, coupling, columns.ColumnSet(parts, {}), incumbent, decisions, lp, time.perf_counter() + 10.0, rounds=2
     )
-    assert added == 2
+    found = priced.columns
+    assert priced.dived == 2
     assert {r: [c.tolist() for c in cols] for r, cols in found.columns.items()} == {
         by_name["b"]: [[4]],
         by_name["a"]: [[0]],
@@ -245,23 +246,87 @@ def test_one_round_of_the_masters_prices_gives_only_the_column_its_first_prices_
     parts = split_parts(m, coupling)
     lp = lp_backend()
     assert lp is not None
-    found, added = columns.priced_by_master(
+    priced = columns.priced_by_master(
         m, coupling, columns.ColumnSet(parts, {}), np.array([4, 0, 1]), np.ones(3, dtype=bool), lp,
         time.perf_counter() + 10.0, rounds=1,
     )
-    assert added == 1
-    assert list(found.columns) == [_by_name(m, parts)["b"]]
+    assert priced.dived == 1
+    assert list(priced.columns.columns) == [_by_name(m, parts)["b"]]
 
 
 def test_the_masters_prices_past_their_deadline_add_nothing() -> None:
     m, coupling = _shared()
     lp = lp_backend()
     assert lp is not None
-    found, added = columns.priced_by_master(
+    now = time.perf_counter()
+    priced = columns.priced_by_master(
         m, coupling, columns.ColumnSet(split_parts(m, coupling), {}), np.array([4, 0, 1]), np.ones(3, dtype=bool),
-        lp, time.perf_counter() - 1.0,
+        lp, now - 1.0, exact_until=now - 1.0,
     )
-    assert (added, found.count) == (0, 0)
+    assert (priced.dived, priced.exact, priced.solved, priced.columns.count) == (0, 0, 0, 0)
+
+
+def _knapsacks(worth: tuple[int, ...]) -> tuple[LinearModel, list[int]]:
+    """One part per entry of ``worth``: three 0/1 choices weighing 3, 2 and 2 within 4,
+    worth ``w``, ``0.6 w`` and ``0.6 w``; the parts share a row they never fill. The
+    LP takes the first and half another (1.3 w); its dive rounds the half down, then
+    the next half too (w); the best choice is the other two (1.2 w)."""
+    m = LinearModel()
+    shared: list[tuple[int, int]] = []
+    for k, w in enumerate(worth):
+        x, y, z = (m.add_var(f"{n}{k}", 0, 1) for n in "xyz")
+        m.add_constraint([(x, 3), (y, 2), (z, 2)], "<=", 4, f"own[{k}]")
+        for var, coef in ((x, w), (y, 3 * w // 5), (z, 3 * w // 5)):
+            m.add_objective(var, coef)
+        shared += [(x, 1), (y, 1), (z, 1)]
+    m.add_constraint(shared, "<=", 3 * len(worth), "capacity[0,0]")
+    return m, [len(worth)]
+
+
+def _priced_knapsacks(
+    worth: tuple[int, ...], exact: bool, exact_parts: int = columns.EXACT_PARTS
+) -> tuple[columns.Priced, dict[str, list[list[int]]]]:
+    """:func:`~planner.mip.columns.priced_by_master` on :func:`_knapsacks` from the
+    incumbent that chooses nothing; the columns by the name of each part's first
+    variable."""
+    m, coupling = _knapsacks(worth)
+    parts = split_parts(m, coupling)
+    lp = lp_backend()
+    assert lp is not None
+    now = time.perf_counter()
+    priced = columns.priced_by_master(
+        m, coupling, columns.ColumnSet(parts, {}), np.zeros(m.num_vars, dtype=np.int64),
+        np.ones(m.num_vars, dtype=bool), lp, now + 10.0, rounds=3,
+        exact_until=now + 20.0 if exact else None, exact_parts=exact_parts,
+    )
+    named = {
+        name: [c.tolist() for c in priced.columns.columns.get(root, [])]
+        for name, root in _by_name(m, parts).items()
+    }
+    return priced, named
+
+
+def test_the_dives_alone_miss_a_parts_best_column() -> None:
+    """Three rounds of dives give the knapsack only x (worth 5), never y and z (6)."""
+    priced, named = _priced_knapsacks((5,), exact=False)
+    assert named == {"x0": [[1, 0, 0]]}
+    assert (priced.exact, priced.solved) == (0, 0)
+
+
+def test_exact_pricing_finds_the_column_the_dive_misses() -> None:
+    """After the dives' x (5), the master's LP prices a column at 5; the part's LP
+    (6.5) is above it, so the part is solved exactly: y and z (6) join."""
+    priced, named = _priced_knapsacks((5,), exact=True)
+    assert named == {"x0": [[1, 0, 0], [0, 1, 1]]}
+    assert (priced.dived, priced.exact, priced.solved) == (1, 1, 1)
+
+
+def test_exact_pricing_takes_the_parts_farthest_below_their_lp_first() -> None:
+    """With one part to solve exactly, the one worth 10 (its dive 3 below its LP) goes
+    before the one worth 5 (1.5 below)."""
+    priced, named = _priced_knapsacks((5, 10), exact=True, exact_parts=1)
+    assert named == {"x0": [[1, 0, 0]], "x1": [[1, 0, 0], [0, 1, 1]]}
+    assert (priced.exact, priced.solved) == (1, 1)
 
 
 def _beside_on_the_step_instance() -> tuple[Formulation, columns.ColumnsBeside]:
