@@ -507,7 +507,7 @@ def priced_by_master(
     until then: each part dived again, and the ``exact_parts`` parts whose dived
     column falls farthest below their LP's value solved as integers too, each for at
     most :data:`EXACT_CAP`: a dive fixes what the LP has nearly integral and can miss
-    a part's best choice by much, a knapsack of large gangs most."""
+    a part's best choice by much, as it does a small knapsack's."""
     parts = found.parts
     columns = {r: list(c) for r, c in found.columns.items()}
     roots = list(parts.rows)
