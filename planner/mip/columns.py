@@ -53,6 +53,7 @@ from planner.mip.relax import (
     Parts,
     part_model,
     priced_objective,
+    solve_integer,
     warm_parts,
 )
 
@@ -549,7 +550,7 @@ def priced_by_master(
             if near is not None:
                 dived += _join(columns, master, root, near, own, per_column[root])
             best = per_column[root] if near is None else max(per_column[root], float(np.dot(own, near)))
-            if value is not None and value - best > REDUCED_COST * max(abs(per_column[root]), 1.0):
+            if value is not None and _above(value, best, per_column[root]):
                 short.append((value - best, k))
         for _, k in sorted(short, reverse=True)[:exact_parts]:
             left = exact_until - time.perf_counter()
@@ -557,7 +558,7 @@ def priced_by_master(
                 break
             root = roots[k]
             own = cost[parts.members[root]]
-            answer = lp.open_lp(subs[k], own).run_integer(min(EXACT_CAP, left))
+            answer = solve_integer(lp, subs[k], own, min(EXACT_CAP, left))
             solved += 1
             if answer is not None and answer.values is not None:
                 whole = np.round(answer.values).astype(np.int64)
@@ -596,12 +597,18 @@ def _join(
 ) -> int:
     """1 when ``point`` joins ``root``'s columns: worth more under ``cost`` than the
     part's price of a column, and not among the master's columns or ``columns``."""
-    if float(np.dot(cost, point)) - per_column <= REDUCED_COST * max(abs(per_column), 1.0):
+    if not _above(float(np.dot(cost, point)), per_column, per_column):
         return 0
     # The master holds the incumbent's own column besides ``columns``.
     if any(np.array_equal(point, c) for c in master.columns[root]):
         return 0
     return int(_add_new(columns.setdefault(root, []), point))
+
+
+def _above(value: float, than: float, per_column: float) -> bool:
+    """Whether ``value`` is above ``than`` by more than :data:`REDUCED_COST` of the
+    part's price of a column (``per_column``; at least 1)."""
+    return value - than > REDUCED_COST * max(abs(per_column), 1.0)
 
 
 def _lp_and_dive(
