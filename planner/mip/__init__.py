@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -807,7 +808,9 @@ def _master_search(
     two models at once gets a second master beside it, over those columns and the ones
     that start one more job of a class the incumbent starts less of than the LP
     (:func:`_one_more_start`, dived under the columns' prices): each master
-    finds plans the other misses. ``point`` (the Lagrangian bound's, or the LP's)
+    finds plans the other misses. Where ``lp`` solves integer programs, the first master
+    is its MIP's, from the incumbent, in this process (:func:`_lp_beside`): HiGHS and
+    CP-SAT find different plans of the same master. ``point`` (the Lagrangian bound's, or the LP's)
     gives every part where it is integral one more column
     (:func:`~planner.mip.columns.with_point_columns`). Returns the search's line for
     the message."""
@@ -847,6 +850,8 @@ def _master_search(
             sets.append(more)
     forced_s = time.perf_counter() - forcing
     masters = [restricted_master(form.model, columns.coupling, found, best.values) for found in sets]
+    # The first master's start for an LP backend's MIP (before a hint-less backend drops it).
+    start = np.array([masters[0].model.hint.get(i, 0) for i in range(masters[0].model.num_vars)], dtype=np.int64)
     for master in masters:
         if not caps.takes_hint:
             master.model.hint = {}
@@ -856,7 +861,13 @@ def _master_search(
     limit = max(min(MASTER_CAP, left - 0.5), 0.1)
     gap_share = SEARCH_GAP_SHARE * rel_gap
     started = time.perf_counter()
-    if len(masters) > 1:
+    by_lp = len(masters) > 1 and lp.capabilities.integer_parts
+    if by_lp:
+        # Each solver finds what the other misses (docs/formulation-passes.md,
+        # *Thirty-eighth pass*): the first master by the LP backend's MIP, here.
+        assert isinstance(solver, Concurrent)
+        answers = _lp_beside(solver, lp, masters[0].model, start, masters[1].model, limit, gap_share)
+    elif len(masters) > 1:
         assert isinstance(solver, Concurrent)
         answers = solver.solve_many([m.model for m in masters], time_limit=limit, rel_gap=gap_share)
     else:
@@ -873,6 +884,7 @@ def _master_search(
         beside = (
             f", beside it {masters[1].model.num_vars} with {sets[1].count - dived.count} columns "
             f"that start one more job ({forced_s:.2f}s)"
+            + (f", the first searched by {lp.name}'s MIP" if by_lp else "")
         )
     return (
         f"restricted master: {dived.count} columns ({from_point} from the bound's point, "
@@ -883,6 +895,36 @@ def _master_search(
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}, gap {best.gap(bound):.2%}"
     )
+
+
+def _lp_beside(
+    solver: Concurrent,
+    lp: LpCapable,
+    first: LinearModel,
+    start: npt.NDArray[np.int64],
+    second: LinearModel,
+    limit: float,
+    rel_gap: float,
+) -> list[SolveResult]:
+    """``first`` solved as integers by ``lp``'s own MIP from ``start`` here, while
+    ``solver`` searches ``second`` beside it, both within ``limit``."""
+    out: list[SolveResult] = []
+    thread = threading.Thread(
+        target=lambda: out.extend(solver.solve_many([second], time_limit=limit, rel_gap=rel_gap)), daemon=True
+    )
+    started = time.perf_counter()
+    thread.start()
+    session = lp.open_lp(first)
+    answer = session.run_integer(max(limit - (time.perf_counter() - started), 0.01), start=start)
+    seconds = time.perf_counter() - started
+    here = SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, f"{lp.name}: no integer point")
+    if answer is not None and answer.values is not None:
+        values = np.round(answer.values).astype(np.int64)
+        status = SolveStatus.OPTIMAL if answer.exact else SolveStatus.FEASIBLE
+        here = SolveResult(status, values, float(first.value(values)), answer.bound, seconds, lp.name)
+    thread.join(max(limit - (time.perf_counter() - started), 0.0) + 30.0)
+    there = out[0] if out else SolveResult(SolveStatus.ERROR, None, None, None, seconds, "no answer")
+    return [here, there]
 
 
 def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[float, str]:

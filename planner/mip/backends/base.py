@@ -189,10 +189,13 @@ class LpSession(Protocol):
         """Remove the rows from index ``first`` on (those :meth:`add_rows` appended)."""
         ...
 
-    def run_integer(self, time_limit: float) -> IntegerAnswer | None:
+    def run_integer(
+        self, time_limit: float, start: npt.NDArray[np.int64] | None = None
+    ) -> IntegerAnswer | None:
         """Solve the session's model with every variable integer, within ``time_limit``
-        (only for backends that declare ``integer_parts``); ``None`` when not even a
-        bound came out of it."""
+        (only for backends that declare ``integer_parts``), from the integer point
+        ``start`` when given (it must keep every row); ``None`` when not even a bound
+        came out of it."""
         ...
 
 

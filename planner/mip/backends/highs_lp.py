@@ -140,7 +140,7 @@ class HighsLp:
         if last > first:
             self._h.deleteRows(last - first, np.arange(first, last, dtype=np.int32))
 
-    def run_integer(self, time_limit: float) -> IntegerAnswer | None:
+    def run_integer(self, time_limit: float, start: npt.NDArray[np.int64] | None = None) -> IntegerAnswer | None:
         """Solve the model with every column integer (HiGHS's MIP: presolve, cuts and
         branching) within ``time_limit``, then make the columns continuous again.
 
@@ -158,6 +158,11 @@ class HighsLp:
         h.setOptionValue("time_limit", max(elapsed + time_limit, 0.01))
         # Exact, not HiGHS's default 0.01% gap: a part's bound is summed with 100 others.
         h.setOptionValue("mip_rel_gap", 0.0)
+        if start is not None:
+            given = highspy.HighsSolution()
+            given.col_value = np.asarray(start, dtype=np.float64).tolist()
+            given.value_valid = True
+            h.setSolution(given)
         try:
             h.run()
             info = h.getInfo()

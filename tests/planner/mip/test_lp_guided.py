@@ -146,12 +146,14 @@ class _CountingMasters(CpSatBackend):
 def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_first() -> None:
     """With the searches side by side and time to spare, the master over the dived
     columns and one over those and the columns that start one more job are searched
-    at once, one worker each; the plan stays valid."""
+    at once: the first by the LP backend's MIP, the second by CP-SAT (one master in its
+    call); the plan stays valid."""
     snapshot = medium_snapshot()
     backend = _CountingMasters()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
     assert "columns that start one more job" in plan.solver.message
-    assert 2 in backend.masters
+    assert "the first searched by pulp's MIP" in plan.solver.message
+    assert backend.masters[0] == 1
     check_plan(snapshot, plan)
 
 
@@ -334,3 +336,28 @@ def test_a_class_the_lp_starts_more_of_gets_one_more_first_slice_start_to_force(
     both_a = none.copy()
     both_a[first[by_project["a"]]] = 2
     assert _one_more_start(f, lp_values, both_a) == [(first[by_project["b"]], 1)]
+
+
+def test_the_first_master_is_the_lp_backends_mip_beside_cpsats_search_of_the_second() -> None:
+    """Two masters at once: the first is solved by the LP backend's MIP from its start,
+    the second by CP-SAT in its process; each answer at its model's optimum (the
+    first's 3 from a start of 0, the second's 5)."""
+    import planner.mip as mip
+
+    lp = lp_backend()
+    assert lp is not None and lp.capabilities.integer_parts
+    first = LinearModel()
+    x, y = first.add_var("x", 0, 1), first.add_var("y", 0, 1)
+    first.add_constraint([(x, 2), (y, 2)], "<=", 3)
+    first.add_objective(x, 3)
+    first.add_objective(y, 2)
+    second = LinearModel()
+    a, b = second.add_var("a", 0, 2), second.add_var("b", 0, 2)
+    second.add_constraint([(a, 1), (b, 1)], "<=", 3)
+    second.add_objective(a, 2)
+    second.add_objective(b, 1)
+    here, there = mip._lp_beside(
+        CpSatBackend(), lp, first, np.zeros(2, dtype=np.int64), second, 5.0, 0.0
+    )
+    assert here.values is not None and list(here.values) == [1, 0] and here.objective == pytest.approx(3.0)
+    assert there.values is not None and list(there.values) == [2, 1] and there.objective == pytest.approx(5.0)

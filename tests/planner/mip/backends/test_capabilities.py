@@ -146,7 +146,9 @@ class PairRecorder(Recorder):
     def solve_many(
         self, models: list[LinearModel], *, time_limit: float, rel_gap: float
     ) -> list[SolveResult]:
-        self.many.append(len(models))
+        # The restricted masters (variables named ``column[...]``) are not neighbourhoods.
+        if not any(n.startswith("column[") for m in models for n in m.names):
+            self.many.append(len(models))
         return self.inner.solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
 

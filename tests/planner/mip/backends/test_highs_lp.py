@@ -104,3 +104,25 @@ def test_lp_runs_skip_presolve_and_integer_runs_keep_it() -> None:
     assert session.run_integer(5.0) is not None
     assert seen == ["choose"]
     assert _presolve(highs) == "off"
+
+
+def _knapsack() -> LinearModel:
+    """Twelve 0/1 items of weights 3-14 within 40, each worth its weight plus one: the
+    best fill (40 of weight) is worth 40 plus its item count."""
+    m = LinearModel()
+    for w in range(3, 15):
+        v = m.add_var(f"x{w}", 0, 1)
+        m.add_objective(v, w + 1)
+    m.add_constraint([(v, w) for v, w in zip(range(12), range(3, 15), strict=True)], "<=", 40)
+    return m
+
+
+def test_run_integer_from_a_start_returns_at_least_the_start() -> None:
+    """Given a start (items of weights 3-7 and 14: 39 of weight, worth 45) and no time
+    for a search, the answer is that start or better, never worse and never none."""
+    m = _knapsack()
+    start = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1], dtype=np.int64)
+    assert m.value(start) == 45
+    answer = HighsLp(m).run_integer(1e-6, start=start)
+    assert answer is not None and answer.values is not None
+    assert m.value(np.round(answer.values)) >= 45
