@@ -67,6 +67,7 @@ from planner.mip.relax import (
     Parts,
     PartsBeside,
     lagrangian_bound,
+    solve_integer,
     split_parts,
     warm_parts,
 )
@@ -850,8 +851,10 @@ def _master_search(
             sets.append(more)
     forced_s = time.perf_counter() - forcing
     masters = [restricted_master(form.model, columns.coupling, found, best.values) for found in sets]
-    # The first master's start for an LP backend's MIP (before a hint-less backend drops it).
-    start = np.array([masters[0].model.hint.get(i, 0) for i in range(masters[0].model.num_vars)], dtype=np.int64)
+    by_lp = len(masters) > 1 and lp.capabilities.integer_parts
+    # The first master's start for the LP backend's MIP (before a hint-less backend drops it).
+    first = masters[0].model
+    start = np.array([first.hint.get(i, 0) for i in range(first.num_vars)], dtype=np.int64) if by_lp else None
     for master in masters:
         if not caps.takes_hint:
             master.model.hint = {}
@@ -861,12 +864,11 @@ def _master_search(
     limit = max(min(MASTER_CAP, left - 0.5), 0.1)
     gap_share = SEARCH_GAP_SHARE * rel_gap
     started = time.perf_counter()
-    by_lp = len(masters) > 1 and lp.capabilities.integer_parts
-    if by_lp:
+    if start is not None:
         # Each solver finds what the other misses (docs/formulation-passes.md,
         # *Thirty-eighth pass*): the first master by the LP backend's MIP, here.
         assert isinstance(solver, Concurrent)
-        answers = _lp_beside(solver, lp, masters[0].model, start, masters[1].model, limit, gap_share)
+        answers = _lp_beside(solver, lp, first, start, masters[1].model, limit, gap_share)
     elif len(masters) > 1:
         assert isinstance(solver, Concurrent)
         answers = solver.solve_many([m.model for m in masters], time_limit=limit, rel_gap=gap_share)
@@ -914,8 +916,8 @@ def _lp_beside(
     )
     started = time.perf_counter()
     thread.start()
-    session = lp.open_lp(first)
-    answer = session.run_integer(max(limit - (time.perf_counter() - started), 0.01), start=start)
+    left = max(limit - (time.perf_counter() - started), 0.01)
+    answer = solve_integer(lp, first, first.objective_vector(), left, start=start)
     seconds = time.perf_counter() - started
     here = SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, f"{lp.name}: no integer point")
     if answer is not None and answer.values is not None:

@@ -405,10 +405,15 @@ def _close_parts(
 
 
 def solve_integer(
-    lp: LpCapable, model: LinearModel, objective: npt.NDArray[np.float64], time_limit: float
+    lp: LpCapable,
+    model: LinearModel,
+    objective: npt.NDArray[np.float64],
+    time_limit: float,
+    start: npt.NDArray[np.int64] | None = None,
 ) -> IntegerAnswer | None:
-    """``model`` (priced by ``objective``) solved as integers by ``lp`` within ``time_limit``."""
-    return lp.open_lp(model, objective).run_integer(time_limit)
+    """``model`` (priced by ``objective``) solved as integers by ``lp`` within
+    ``time_limit``, from the integer point ``start`` when given."""
+    return lp.open_lp(model, objective).run_integer(time_limit, start=start)
 
 
 def _integer_part(
