@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import threading
@@ -38,6 +39,7 @@ from planner.mip.backends import (
     lp_backend,
 )
 from planner.mip.backends.base import Concurrent, Laned, LpCapable, LpSession, Prestarting
+from planner.mip.branching import Guide, guide_by_gangs, hold, release
 from planner.mip.columns import (
     ColumnsBeside,
     Priced,
@@ -183,6 +185,11 @@ MASTER_PRICING = 1.0
 #: Seconds at most, after those, for the parts priced exactly at the master's prices
 #: (``exact_until`` of :func:`~planner.mip.columns.priced_by_master`).
 EXACT_PRICING = 2.5
+#: The large gangs' branching ends by this share of the time.
+GANG_SHARE = 0.1
+#: A gang is held only where its branch's LP lies at least this far below the LP:
+#: where the branches nearly tie, holding one lost (*Fortieth pass*).
+GANG_DROP = 2e-4
 Placed = tuple[list[Run], set[str], Board]
 
 
@@ -371,6 +378,8 @@ class _Best:
     message: str = "LP rounding"
     #: Seconds the slowest placement took: what placing one more answer costs.
     place_s: float = 0.0
+    #: The formulation with the model's own bounds, where the searches hold a gang (plans are checked against it).
+    unheld: Formulation | None = None
 
     def gap(self, bound: float) -> float:
         if self.objective is None:
@@ -392,7 +401,8 @@ class _Best:
             epoch, ends, starts, previous, fill=True, counts=charge_counts(form, values)
         )
         self.place_s = max(self.place_s, time.perf_counter() - started)
-        placed_values = values_of_runs(form, trial[0])
+        # A plan is checked against the model's own bounds, not the gangs held.
+        placed_values = values_of_runs(self.unheld or form, trial[0])
         if placed_values is None:
             return False
         obj = float(form.model.value(placed_values))
@@ -476,6 +486,22 @@ def _lp_guided(
     if form.work_rows:
         bound, lp_values, duals, lift_note = _lift_work(form, session, bound, lp_values, duals, deadline)
         lp_notes += lift_note
+    # The large gang the LP splits most, held in the branch whose LP is highest: that
+    # LP guides the roundings, columns and searches, and the columns, masters and
+    # searches keep the hold while the incumbent does. The bound's side (Lagrangian
+    # bound, its exact parts) and the plans accepted keep the model's own bounds.
+    guide_values, guide_duals = lp_values, duals
+    unheld = form.model
+    guide: Guide | None = None
+    if form.model.num_vars > LP_GUIDED_VARS:
+        guide, held_note = _hold_gang(
+            form, session, bound, lp_values, duals, time.perf_counter() + GANG_SHARE * (deadline - time.perf_counter())
+        )
+        lp_notes += held_note
+        if guide is not None:
+            guide_values, guide_duals = guide.values, guide.duals
+            best.unheld = form
+            form = dataclasses.replace(form, model=hold(unheld, guide))
     lp_s = time.perf_counter() - t_start
     # Columns for the restricted master, found in the parts process until the master,
     # on the core the Lagrangian bound leaves idle. Not in a lane of a decomposed epoch
@@ -489,7 +515,7 @@ def _lp_guided(
     if side_by_side and form.model.num_vars > LP_GUIDED_VARS and master_at - time.perf_counter() > MIN_SEARCH:
         parts = split_parts(form.model, coupling)
         columns = ColumnsBeside(
-            form.model, coupling, parts, duals, lp_values, form.decisions(), lp, master_at
+            form.model, coupling, parts, guide_duals, guide_values, form.decisions(), lp, master_at
         )
     # 2. Roundings of the LP optimum, each placed and filled (the fill takes what
     # rounding down left free, by gain per quantum); the best becomes the incumbent.
@@ -503,7 +529,7 @@ def _lp_guided(
             if rounded and time.perf_counter() + best.place_s + MIN_SEARCH > deadline:
                 break
             label = f"LP rounded up from {up:.2f}" if up <= 1 else "LP rounded down"
-            best.offer(form, epoch, previous, round_lp(form, lp_values, up), label)
+            best.offer(form, epoch, previous, round_lp(form, guide_values, up), label)
             rounded.append(f"{label.removeprefix('LP ')}: gap {best.gap(bound):.2%}")
 
     round_with(ROUNDINGS[:1])
@@ -520,7 +546,7 @@ def _lp_guided(
             # starts on the core this bound leaves idle.
             warm_parts()
         lag = lagrangian_bound(
-            form.model,
+            unheld,
             coupling,
             lp_values,
             duals,
@@ -537,7 +563,7 @@ def _lp_guided(
         bound = min(bound, lag.bound)
         if lp.capabilities.integer_parts and lag.open_parts:
             # Its open parts are solved exactly from now on, beside the searches.
-            beside = PartsBeside(form.model, lag, deadline, lp, after=None if columns is None else columns.done)
+            beside = PartsBeside(unheld, lag, deadline, lp, after=None if columns is None else columns.done)
         if lag.closed and best.gap(bound) > rel_gap:
             # Each solved project's choice under the LP's prices, rounded and placed.
             best.offer(form, epoch, previous, round_lp(form, lag.values, ROUNDINGS[0]), "Lagrangian rounding")
@@ -571,13 +597,15 @@ def _lp_guided(
             )
             break
         assert best.values is not None
+        if guide is not None and guide.bounds and release(form.model, unheld, guide, best.values):
+            note += "; the held gang let go: the incumbent moved it"
         if columns is not None:
             # No search before the master: until it, this process dives columns too.
             columns.dive_here(master_at)
             searches.append(
                 _master_search(
-                    form, solver, columns, lp_values, lp, epoch, previous, best, bound, deadline, rel_gap,
-                    point=lp_values if lag is None else lag.values,
+                    form, solver, columns, guide_values, lp, epoch, previous, best, bound, deadline, rel_gap,
+                    point=guide_values if lag is None else lag.values,
                 )
             )
             columns = None
@@ -592,7 +620,7 @@ def _lp_guided(
         seen = dict(freed)
         for _ in range(max(concurrent, 1)):
             picks.append(
-                _pick_neighbourhood(form, lp_values, lag, best, bound, seen, focused, size, round_, restricted)
+                _pick_neighbourhood(form, guide_values, lag, best, bound, seen, focused, size, round_, restricted)
             )
             round_ += 1
             for g in picks[-1][1]:
@@ -927,6 +955,35 @@ def _lp_beside(
     thread.join(max(limit - (time.perf_counter() - started), 0.0) + 30.0)
     there = out[0] if out else SolveResult(SolveStatus.ERROR, None, None, None, seconds, "no answer")
     return [here, there]
+
+
+def _hold_gang(
+    form: Formulation,
+    session: LpSession,
+    bound: float,
+    values: npt.NDArray[np.float64],
+    duals: npt.NDArray[np.float64],
+    deadline: float,
+) -> tuple[Guide | None, str]:
+    """The large gang the LP splits most, in its best LP branch
+    (:func:`~planner.mip.branching.guide_by_gangs`), where that branch's LP lies at
+    least :data:`GANG_DROP` below the LP; else ``None``: where the branches nearly tie,
+    holding one lost (*Fortieth pass*). And the message's entry."""
+    guide = guide_by_gangs(form, session, values, duals, bound, deadline)
+    if not guide.held:
+        return None, ""
+    said = []
+    for c, where in guide.held:
+        cls = form.epoch.classes[c]
+        at = "off the starts the LP gave it" if where is None else f"in pool {where[0]} from slice {where[1]}"
+        said.append(f"the {cls.gpus}-GPU gang of {cls.project} {at}")
+    drop = _below(bound, guide.objective)
+    kept = drop >= GANG_DROP
+    note = (
+        f"; large gang {'held' if kept else 'not held'}: {', '.join(said)} ({guide.lps} LPs in "
+        f"{guide.seconds:.2f}s, the LP {drop:.3%} lower{'' if kept else f', under {GANG_DROP:.2%}'})"
+    )
+    return (guide if kept else None), note
 
 
 def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[float, str]:
