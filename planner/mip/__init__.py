@@ -492,9 +492,10 @@ def _lp_guided(
     # bound, its exact parts) and the plans accepted keep the model's own bounds.
     guide_values, guide_duals = lp_values, duals
     unheld = form.model
+    lp_bound = bound
     guide: Guide | None = None
     if form.model.num_vars > LP_GUIDED_VARS:
-        guide, held_note = _hold_gang(
+        guide, bound, held_note = _hold_gang(
             form, session, bound, lp_values, duals, time.perf_counter() + GANG_SHARE * (deadline - time.perf_counter())
         )
         lp_notes += held_note
@@ -556,7 +557,7 @@ def _lp_guided(
             parts=parts,
         )
         lag_note = (
-            f"; Lagrangian bound {_below(bound, lag.bound):.2%} below the LP's "
+            f"; Lagrangian bound {_below(lp_bound, lag.bound):.2%} below the LP's "
             f"({lag.branched} of {lag.parts} fractional projects branched, {lag.closed} "
             f"solved) in {lag.seconds:.2f}s"
         )
@@ -964,26 +965,32 @@ def _hold_gang(
     values: npt.NDArray[np.float64],
     duals: npt.NDArray[np.float64],
     deadline: float,
-) -> tuple[Guide | None, str]:
+) -> tuple[Guide | None, float, str]:
     """The large gang the LP splits most, in its best LP branch
     (:func:`~planner.mip.branching.guide_by_gangs`), where that branch's LP lies at
     least :data:`GANG_DROP` below the LP; else ``None``: where the branches nearly tie,
-    holding one lost (*Fortieth pass*). And the message's entry."""
+    holding one lost (*Fortieth pass*). The bound, lowered to the highest of the
+    branches' LPs where every branch was solved (they cover every integer plan). And
+    the message's entry."""
     guide = guide_by_gangs(form, session, values, duals, bound, deadline)
+    tighter = bound if guide.bound is None else min(bound, guide.bound)
+    note = ""
+    if tighter < bound:
+        note = f"; the large gang's branches: the bound {_below(bound, tighter):.3%} lower"
     if not guide.held:
-        return None, ""
+        return None, tighter, note
     said = []
     for c, where in guide.held:
         cls = form.epoch.classes[c]
         at = "off the starts the LP gave it" if where is None else f"in pool {where[0]} from slice {where[1]}"
         said.append(f"the {cls.gpus}-GPU gang of {cls.project} {at}")
-    drop = _below(bound, guide.objective)
+    drop = max(_below(bound, guide.objective), 0.0)
     kept = drop >= GANG_DROP
     note = (
         f"; large gang {'held' if kept else 'not held'}: {', '.join(said)} ({guide.lps} LPs in "
         f"{guide.seconds:.2f}s, the LP {drop:.3%} lower{'' if kept else f', under {GANG_DROP:.2%}'})"
-    )
-    return (guide if kept else None), note
+    ) + note
+    return (guide if kept else None), tighter, note
 
 
 def _tighten(beside: PartsBeside, bound: float, deadline: float) -> tuple[float, str]:

@@ -7,8 +7,10 @@ of job groups. So the gang with the most GPUs split is branched on in the LP (on
 branch per start the LP gives it, one where it gets none of them), each branch
 re-solved from the last basis, and held in the branch whose LP is highest. That LP
 guides the roundings, the columns and the searches, and the columns, masters and
-searches keep the hold while the incumbent does. Neither the bound nor the plans
-accepted change: both keep the model's own bounds.
+searches keep the hold while the incumbent does. The plans accepted keep the model's
+own bounds. The branches cover every integer plan (each start at least its rounded-up
+share, or every start at most its rounded-down share), so the highest of their LPs is
+a bound on the MIP, as at the root of a branch and bound.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Guide:
     bounds: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
     lps: int = 0
     seconds: float = 0.0
+    #: The highest of the first gang's branches' LPs, where every branch was solved:
+    #: a bound on every integer plan (the branches cover them all).
+    bound: float | None = None
 
 
 def _most_split(form: Formulation, values: npt.NDArray[np.float64], done: set[int]) -> int | None:
@@ -107,7 +112,7 @@ def guide_by_gangs(
         hi[on] = np.minimum(hi[on], np.floor(x[on] + 1e-9))
         branches.append((None, was_lo, hi))
         best: tuple[float, tuple[int, int] | None, npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
-        solved = 0
+        solved = empty = 0
         for where, lo, hi in branches:
             if time.perf_counter() >= deadline:
                 break
@@ -119,6 +124,12 @@ def guide_by_gangs(
                 value = session.objective()
                 if best is None or value > best[0]:
                     best = (value, where, lo, hi)
+            elif session.infeasible():
+                empty += 1  # no integer plan in it
+        if best is not None and solved + empty == len(branches) and not guide.held:
+            # Only the first gang's branches cover the integer plans: a later gang's
+            # are branches within the first one's.
+            guide.bound = best[0]
         if best is None or solved < len(branches):
             # Out of time, or a branch unsolved: the gang as the LP has it.
             lower[idx], upper[idx] = was_lo, was_hi

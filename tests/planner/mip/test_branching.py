@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import Snapshot
+from models import Snapshot, SolveStatus
 from planner.mip import GANG_DROP, _hold_gang
+from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.backends.highs_lp import HighsLp, highs_available
 from planner.mip.branching import Guide, guide_by_gangs, hold, release
 from planner.mip.epoch import build_epoch
@@ -70,6 +71,7 @@ def test_the_split_gang_is_held_in_the_branch_whose_lp_is_highest() -> None:
     assert all(held[v] == best[v] for v in best)
     assert (where is None) == (len(best) == len(split) and all(b == (0, 0) for b in best.values()))
     assert guide.objective == pytest.approx(max(values), rel=1e-9)
+    assert guide.bound == pytest.approx(max(values), rel=1e-9)
     # The model itself keeps its own bounds: the hold is the guide's.
     assert all(f.model.lower[v] == 0 and f.model.upper[v] == 1 for v in starts)
 
@@ -113,11 +115,13 @@ def test_the_gang_is_held_where_its_branch_lies_below_the_lp_by_gang_drop() -> N
     session = HighsLp(f.model)
     assert session.run(10.0)
     bound = session.objective()
-    guide, note = _hold_gang(f, session, bound, session.values(), session.duals(), float("inf"))
+    guide, tighter, note = _hold_gang(f, session, bound, session.values(), session.duals(), float("inf"))
     assert guide is not None and len(guide.held) == 1
     assert (bound - guide.objective) / bound >= GANG_DROP
     assert note.startswith("; large gang held: the 64-GPU gang of a ")
     assert f"the LP {(bound - guide.objective) / bound:.3%} lower)" in note
+    assert guide.bound is not None and tighter == guide.bound < bound
+    assert note.endswith(f"; the large gang's branches: the bound {(bound - tighter) / bound:.3%} lower")
 
 
 def test_no_gang_is_held_where_its_branch_lies_less_than_gang_drop_below(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,6 +133,21 @@ def test_no_gang_is_held_where_its_branch_lies_less_than_gang_drop_below(monkeyp
     f = apply(build_epoch(split_gang()))
     session = HighsLp(f.model)
     assert session.run(10.0)
-    guide, note = _hold_gang(f, session, session.objective(), session.values(), session.duals(), float("inf"))
+    bound = session.objective()
+    guide, tighter, note = _hold_gang(f, session, bound, session.values(), session.duals(), float("inf"))
     assert guide is None
-    assert note.startswith("; large gang not held: the 64-GPU gang of a ") and note.endswith(", under 99.00%)")
+    assert note.startswith("; large gang not held: the 64-GPU gang of a ")
+    assert ", under 99.00%); the large gang's branches: the bound " in note
+    assert tighter < bound  # the branches bound the MIP whether or not the gang is held
+
+
+def test_the_branches_bound_is_no_lower_than_the_integer_optimum() -> None:
+    """The branches cover every integer plan: the highest of their LPs, below the LP,
+    is still above the MIP's optimum (solved exactly by CP-SAT)."""
+    f, session, guide = guided()
+    lp = HighsLp(f.model)
+    assert lp.run(10.0)
+    assert guide.bound is not None and guide.bound < lp.objective()
+    exact = CpSatBackend().solve(f.model, time_limit=30.0, rel_gap=0.0)
+    assert exact.status is SolveStatus.OPTIMAL and exact.objective is not None
+    assert exact.objective <= guide.bound + 1e-6
