@@ -489,7 +489,8 @@ def _lp_guided(
     # The large gang the LP splits most, held in the branch whose LP is highest: that
     # LP guides the roundings, columns and searches, and the columns, masters and
     # searches keep the hold while the incumbent does. The bound's side (Lagrangian
-    # bound, its exact parts) and the plans accepted keep the model's own bounds.
+    # bound, its exact parts) and the plans accepted keep the model's own bounds. The
+    # branches cover every integer plan, so the highest of their LPs is a bound too.
     guide_values, guide_duals = lp_values, duals
     unheld = form.model
     lp_bound = bound
