@@ -442,6 +442,11 @@ def _lp_guided(
     answer is never worse than it.
     Returns the result, a note for the message, the placed runs of the incumbent, and
     which phase ended the search and why.
+
+    A backend that raises once a plan better than the greedy one is placed leaves that
+    plan as the answer (no bound: the search did not end), the error named in the
+    message; before that, the error reaches :func:`plan_epoch`, whose fallback is the
+    greedy plan flagged.
     """
     t_start = time.perf_counter()
     best = _Best()
@@ -449,6 +454,30 @@ def _lp_guided(
     if start is not None:
         best.values, best.objective = start, float(form.model.value(start))
         best.placed, best.message = (greedy.runs, set(), greedy.board), "greedy plan"
+    try:
+        return _search_from_lp(form, solver, lp, epoch, previous, deadline, rel_gap, best, start, t_start)
+    except Exception as exc:
+        if best.placed is None or best.values is None or best.objective is None or best.placed[0] is greedy.runs:
+            raise
+        seconds = time.perf_counter() - t_start
+        kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
+        return kept, "", best.placed, f"an error ({exc!r}); the best plan placed before it ({best.message}) is kept"
+
+
+def _search_from_lp(
+    form: Formulation,
+    solver: Backend,
+    lp: LpCapable,
+    epoch: Epoch,
+    previous: Plan | None,
+    deadline: float,
+    rel_gap: float,
+    best: _Best,
+    start: npt.NDArray[np.int64] | None,
+    t_start: float,
+) -> tuple[SolveResult, str, Placed | None, str]:
+    """The body of :func:`_lp_guided`, from its incumbent ``best`` (the greedy plan's
+    values ``start``, or none) on; ``best`` holds the best placed plan as it goes."""
     ended = ""
     # 1. The LP relaxation: its optimum is the bound; it may take the whole time limit
     # (its bound is worth having even with no time left to round it).

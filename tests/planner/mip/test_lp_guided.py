@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -21,7 +22,7 @@ from planner.mip.relax import lp_available, solve_relaxation
 from .conftest import SnapBuilder
 from .test_cuts import two_one_slice_projects
 from .test_fallback import NoAnswer, contended_snapshot
-from .test_properties import check_plan
+from .test_properties import FailingBackend, check_plan
 
 pytestmark = pytest.mark.skipif(not lp_available(), reason="HiGHS (highspy) missing")
 
@@ -73,6 +74,20 @@ def test_a_dead_search_keeps_the_rounded_plan() -> None:
     assert not plan.solver.fallback
     assert plan.solver.status is SolveStatus.FEASIBLE
     assert "without an answer (error: the solver process died)" in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_a_search_that_raises_keeps_the_best_plan_placed_before_it() -> None:
+    """A backend that raises in the first neighbourhood search (after the LP rounding
+    was placed) leaves the rounded plan as the answer, unflagged and without a bound,
+    the error named in the message: not the greedy fallback."""
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, backend=FailingBackend(), time_limit=10.0, rel_gap=0.0)
+    assert not plan.solver.fallback
+    assert plan.solver.status is SolveStatus.FEASIBLE and plan.solver.bound is None
+    kept = re.search(r"ended by an error \(RuntimeError\('solver crashed'\)\); the best plan placed before it \((.*?)\) is kept", plan.solver.message)
+    assert kept is not None and kept[1] in ("Lagrangian rounding", "LP rounded up from 0.70")
+    assert plan.solver.objective is not None
     check_plan(snapshot, plan)
 
 
