@@ -937,6 +937,19 @@ def _master_search(
     for master, answer in zip(masters, answers, strict=True):
         if answer.values is not None:
             best.offer(form, epoch, previous, master.values(answer.values), "restricted master")
+    # Then their earlier answers (CP-SAT keeps its last few), near the best placed plan
+    # as the model counts them (_worth_placing): placement and fill lose unevenly what
+    # the model counts, so an earlier answer may place better than the last
+    # (docs/formulation-passes.md, *Forty-second pass*).
+    earlier = 0
+    for master, answer in zip(masters, answers, strict=True):
+        for values in answer.earlier:
+            if time.perf_counter() + best.place_s > deadline:
+                break
+            whole = master.values(values)
+            if _worth_placing(float(form.model.value(whole)), best.objective, bound):
+                earlier += 1
+                best.offer(form, epoch, previous, whole, "restricted master, an earlier answer")
     whys = "; ".join(
         dict.fromkeys(_why_search(answer, master.model, gap_share) for master, answer in zip(masters, answers, strict=True))
     )
@@ -954,7 +967,9 @@ def _master_search(
         + ") of "
         f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
-        f"{whys}, gap {best.gap(bound):.2%}"
+        f"{whys}"
+        + (f", {earlier} earlier answers placed" if earlier else "")
+        + f", gap {best.gap(bound):.2%}"
     )
 
 
