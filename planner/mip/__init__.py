@@ -968,7 +968,7 @@ def _master_search(
         f"{len(dived.columns)} of {len(dived.parts.rows)} parts "
         f"in {dived.seconds:.2f}s, {masters[0].model.num_vars} variables{beside} in {spent:.2f}s, "
         f"{whys}"
-        + (f", {earlier} earlier answers placed" if earlier else "")
+        + (f", {earlier} earlier {'answer' if earlier == 1 else 'answers'} placed" if earlier else "")
         + f", gap {best.gap(bound):.2%}"
     )
 

@@ -172,6 +172,31 @@ def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_fi
     check_plan(snapshot, plan)
 
 
+class _EarlierMasters(CpSatBackend):
+    """CP-SAT whose answer to a restricted master (variables named ``column[...]``) also
+    lists its own last answer as an earlier one, as a search that found it twice."""
+
+    def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
+        found = super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
+        return [
+            dataclasses.replace(r, earlier=(r.values,))
+            if r.values is not None and any(n.startswith("column[") for n in m.names)
+            else r
+            for m, r in zip(models, found, strict=True)
+        ]
+
+
+def test_the_masters_earlier_answers_are_placed_too() -> None:
+    """An earlier answer of the second master, valued by the model as its last one
+    (within EARLIER_SLACK of the best placed plan), is placed after the masters' own
+    answers, and the message counts it; the plan stays valid."""
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, backend=_EarlierMasters(), time_limit=10.0, rel_gap=0.0)
+    assert "columns that start one more job" in plan.solver.message
+    assert ", 1 earlier answer placed, gap " in plan.solver.message
+    check_plan(snapshot, plan)
+
+
 def test_a_master_with_too_little_time_for_a_second_runs_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the second master's columns would cut into the first's time (here: a
     master that may take all the time there is), the master runs alone."""
