@@ -381,6 +381,13 @@ class _Best:
     #: The formulation with the model's own bounds, where the searches hold a gang (plans are checked against it).
     unheld: Formulation | None = None
 
+    def unproven(self, since: float) -> SolveResult:
+        """This plan as the answer with no bound (the search did not end), timed from
+        ``since``."""
+        assert self.values is not None and self.objective is not None
+        seconds = time.perf_counter() - since
+        return SolveResult(SolveStatus.FEASIBLE, self.values, self.objective, None, seconds, self.message)
+
     def gap(self, bound: float) -> float:
         if self.objective is None:
             return math.inf
@@ -459,9 +466,7 @@ def _lp_guided(
     except Exception as exc:
         if best.placed is None or best.values is None or best.objective is None or best.placed[0] is greedy.runs:
             raise
-        seconds = time.perf_counter() - t_start
-        kept = SolveResult(SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message)
-        return kept, "", best.placed, f"an error ({exc!r}); the best plan placed before it ({best.message}) is kept"
+        return best.unproven(t_start), "", best.placed, f"an error ({exc!r}); the best plan placed before it ({best.message}) is kept"
 
 
 def _search_from_lp(
@@ -488,12 +493,8 @@ def _search_from_lp(
         if left < MIN_SEARCH and best.values is not None and best.objective is not None:
             # The LP took the time: a backend started now on the whole model would only
             # overrun the limit (building its model alone takes longer); keep the greedy.
-            seconds = time.perf_counter() - t_start
-            kept = SolveResult(
-                SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message
-            )
             why = f"LP: no LP optimum from {lp.name} within the time limit; the greedy plan is kept"
-            return kept, "", best.placed, why
+            return best.unproven(t_start), "", best.placed, why
         if solver.capabilities.warm_start and start is not None:
             form.model.hint = {i: int(v) for i, v in enumerate(start)}
         whole = solver.solve(form.model, time_limit=left, rel_gap=rel_gap)
@@ -501,11 +502,7 @@ def _search_from_lp(
         if whole.values is not None or best.values is None or best.objective is None:
             return whole, "", None, why
         # No answer from the backend either: the greedy plan, unflagged, with no bound.
-        seconds = time.perf_counter() - t_start
-        kept = SolveResult(
-            SolveStatus.FEASIBLE, best.values, best.objective, None, seconds, best.message
-        )
-        return kept, "", best.placed, why + "; the greedy plan is kept"
+        return best.unproven(t_start), "", best.placed, why + "; the greedy plan is kept"
     bound = session.objective()
     lp_values = session.values()
     duals = session.duals()
