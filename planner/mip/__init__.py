@@ -107,6 +107,11 @@ SEARCH_TARGET_SHARE = 0.5
 #: ... or once it is within this fraction of ``rel_gap`` of its own (the neighbourhood's)
 #: bound: nothing much better is left to find there.
 SEARCH_GAP_SHARE = 0.125
+#: ... but at most this share of what the plan still lacks of ``rel_gap``, and at least
+#: :data:`SEARCH_GAP_FLOOR`: near the target the gains a neighbourhood holds are smaller
+#: than an eighth of ``rel_gap``, and a search stopped there stops at the incumbent.
+NEED_SHARE = 0.5
+SEARCH_GAP_FLOOR = 1e-4
 #: No neighbourhood search is started with less time than this left (seconds).
 MIN_SEARCH = 1.0
 #: Seconds kept for the plan's reasons and objects, per second the greedy plan took.
@@ -667,7 +672,7 @@ def _search_from_lp(
         budget = left - 0.5 if left < 3 * MIN_SEARCH else min(max((left - 0.5) / 2, MIN_SEARCH), SEARCH_CAP)
         started = time.perf_counter()
         smalls = [small for small, _, _ in searched]
-        gap_share = SEARCH_GAP_SHARE * rel_gap
+        gap_share = _search_gap(best.gap(bound), rel_gap)
         if len(smalls) > 1:
             assert isinstance(solver, Concurrent)
             founds = solver.solve_many(smalls, time_limit=budget, rel_gap=gap_share)
@@ -1213,6 +1218,12 @@ def _stop_at(bound: float, rel_gap: float) -> int:
     what the model gained, so a search stopped at the target itself leaves the placed
     plan short of it)."""
     return math.ceil(bound - SEARCH_TARGET_SHARE * rel_gap * max(abs(bound), 1.0))
+
+
+def _search_gap(gap: float, rel_gap: float) -> float:
+    """The neighbourhood searches' own gap: :data:`SEARCH_GAP_SHARE` of ``rel_gap``, at
+    most :data:`NEED_SHARE` of what the plan (``gap`` from the bound) lacks of it."""
+    return min(SEARCH_GAP_SHARE * rel_gap, max(NEED_SHARE * (gap - rel_gap), SEARCH_GAP_FLOOR))
 
 
 def _worth_placing(value: float, best: float | None, bound: float) -> bool:

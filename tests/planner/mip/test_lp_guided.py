@@ -172,6 +172,38 @@ def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_fi
     check_plan(snapshot, plan)
 
 
+class _GapsAsked(CpSatBackend):
+    """CP-SAT that records the ``rel_gap`` each call of ``solve_many`` asks for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gaps: list[float] = []
+
+    def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
+        self.gaps.append(rel_gap)
+        return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
+
+
+def test_the_searches_stop_at_the_gap_that_what_the_plan_lacks_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pair of neighbourhood searches asks the backend for the gap
+    ``_search_gap`` gives for the plan's gap at that moment (here a marker value, which
+    nothing else asks for: the masters keep an eighth of ``rel_gap``)."""
+    import planner.mip as planner_mip
+
+    seen: list[float] = []
+
+    def marker(gap: float, rel_gap: float) -> float:
+        seen.append(gap)
+        return 0.0123
+
+    monkeypatch.setattr(planner_mip, "_search_gap", marker)
+    snapshot = medium_snapshot()
+    backend = _GapsAsked()
+    plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
+    assert seen and backend.gaps.count(0.0123) == len(seen)
+    check_plan(snapshot, plan)
+
+
 class _EarlierMasters(CpSatBackend):
     """CP-SAT whose answer to a restricted master (variables named ``column[...]``) also
     lists its own last answer as an earlier one, as a search that found it twice."""

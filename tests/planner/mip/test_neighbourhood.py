@@ -177,6 +177,17 @@ def test_an_earlier_answer_is_placed_only_near_the_best_placed_plan() -> None:
     assert planner_mip._worth_placing(0.0, None, 1_000_000.0)
 
 
+def test_near_the_target_a_search_stops_only_near_its_own_optimum() -> None:
+    """rel_gap 1%: a plan 1.04% from the bound lacks 0.04 points, so a search stops
+    within 0.02% of its own bound (half of that), not an eighth of rel_gap (0.125%);
+    far from the target the eighth holds; a plan already within it asks the floor."""
+    assert planner_mip.SEARCH_GAP_SHARE == 0.125 and planner_mip.NEED_SHARE == 0.5
+    assert planner_mip._search_gap(0.0104, 0.01) == pytest.approx(0.0002)
+    assert planner_mip._search_gap(0.014, 0.01) == pytest.approx(0.00125)
+    assert planner_mip._search_gap(float("inf"), 0.01) == pytest.approx(0.00125)
+    assert planner_mip._search_gap(0.0099, 0.01) == planner_mip.SEARCH_GAP_FLOOR
+
+
 def test_every_other_pair_is_guided_by_the_lagrangian_point() -> None:
     """Rounds 2, 3, 6 and 7 (of 0-7: every other pair) measure a focus search against
     the Lagrangian point, rounds 2 and 6 any other search and, where most jobs may use
