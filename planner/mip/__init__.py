@@ -109,7 +109,8 @@ SEARCH_TARGET_SHARE = 0.5
 SEARCH_GAP_SHARE = 0.125
 #: ... but at most this share of what the plan still lacks of ``rel_gap``, and at least
 #: :data:`SEARCH_GAP_FLOOR`: near the target the gains a neighbourhood holds are smaller
-#: than an eighth of ``rel_gap``, and a search stopped there stops at the incumbent.
+#: than an eighth of ``rel_gap``, and a search stopped there stops at the incumbent
+#: (docs/formulation-passes.md, *Forty-third pass*: 23 runs better, 11 worse of 216).
 NEED_SHARE = 0.5
 SEARCH_GAP_FLOOR = 1e-4
 #: No neighbourhood search is started with less time than this left (seconds).

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+import planner.mip as planner_mip
 from models import Snapshot, SolveStatus
 from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, _lift_work, plan_epoch
 from planner.mip.backends import lp_backend
@@ -188,8 +189,6 @@ def test_the_searches_stop_at_the_gap_that_what_the_plan_lacks_allows(monkeypatc
     """Each pair of neighbourhood searches asks the backend for the gap
     ``_search_gap`` gives for the plan's gap at that moment (here a marker value, which
     nothing else asks for: the masters keep an eighth of ``rel_gap``)."""
-    import planner.mip as planner_mip
-
     seen: list[float] = []
 
     def marker(gap: float, rel_gap: float) -> float:
