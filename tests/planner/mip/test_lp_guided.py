@@ -99,9 +99,7 @@ def test_the_time_after_the_last_search_solves_the_open_lagrangian_parts(
     parts the Lagrangian bound left open are solved beside them and in that time (with
     no deeper branching, two of seed 2's eight, offline), and the message says so. The
     plan stays valid."""
-    import planner.mip as mip
-
-    monkeypatch.setattr(mip, "LAGRANGIAN_DEEPER", 0)
+    monkeypatch.setattr(planner_mip, "LAGRANGIAN_DEEPER", 0)
     snapshot = medium_snapshot(2)
     plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
     assert "open Lagrangian parts solved exactly" in plan.solver.message
@@ -123,10 +121,9 @@ def test_a_lagrangian_rounding_takes_the_place_of_the_later_lp_roundings() -> No
 def test_without_a_lagrangian_rounding_every_lp_rounding_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Lagrangian bound that solved no project gives no rounding: the LP is rounded
     from 0.6 and 0.5 as well, after the bound."""
-    import planner.mip as mip
     from planner.mip.relax import lagrangian_bound
 
-    monkeypatch.setattr(mip, "lagrangian_bound", lambda *a, **k: dataclasses.replace(lagrangian_bound(*a, **k), closed=0))
+    monkeypatch.setattr(planner_mip, "lagrangian_bound", lambda *a, **k: dataclasses.replace(lagrangian_bound(*a, **k), closed=0))
     snapshot = medium_snapshot()
     plan = plan_epoch(snapshot, backend=NoAnswer(SolveStatus.NO_SOLUTION, "nothing"), time_limit=3.0, rel_gap=0.0)
     assert "Lagrangian rounding" not in plan.solver.message
@@ -146,16 +143,19 @@ def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
     check_plan(snapshot, plan)
 
 
-class _CountingMasters(CpSatBackend):
-    """CP-SAT that counts, per call of ``solve_many``, the restricted masters among the
-    models (their variables are named ``column[...]``)."""
+class _Recorded(CpSatBackend):
+    """CP-SAT that records, per call of ``solve_many``, how many of the models are
+    restricted masters (their variables are named ``column[...]``) and the ``rel_gap``
+    the call asks for."""
 
     def __init__(self) -> None:
         super().__init__()
         self.masters: list[int] = []
+        self.gaps: list[float] = []
 
     def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
         self.masters.append(sum(any(n.startswith("column[") for n in m.names) for m in models))
+        self.gaps.append(rel_gap)
         return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
 
@@ -165,24 +165,12 @@ def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_fi
     at once: the first by the LP backend's MIP, the second by CP-SAT (one master in its
     call); the plan stays valid."""
     snapshot = medium_snapshot()
-    backend = _CountingMasters()
+    backend = _Recorded()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
     assert "columns that start one more job" in plan.solver.message
     assert "the first searched by pulp's MIP" in plan.solver.message
     assert backend.masters[0] == 1
     check_plan(snapshot, plan)
-
-
-class _GapsAsked(CpSatBackend):
-    """CP-SAT that records the ``rel_gap`` each call of ``solve_many`` asks for."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gaps: list[float] = []
-
-    def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
-        self.gaps.append(rel_gap)
-        return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
 
 def test_the_searches_stop_at_the_gap_that_what_the_plan_lacks_allows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,7 +185,7 @@ def test_the_searches_stop_at_the_gap_that_what_the_plan_lacks_allows(monkeypatc
 
     monkeypatch.setattr(planner_mip, "_search_gap", marker)
     snapshot = medium_snapshot()
-    backend = _GapsAsked()
+    backend = _Recorded()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
     assert seen and backend.gaps.count(0.0123) == len(seen)
     check_plan(snapshot, plan)
@@ -221,9 +209,7 @@ def test_the_masters_earlier_answers_are_placed_too(monkeypatch: pytest.MonkeyPa
     """An earlier answer of the second master is placed after the masters' own answers
     (here every one is near enough: EARLIER_SLACK the whole bound), and the message
     counts it; the plan stays valid."""
-    import planner.mip as mip
-
-    monkeypatch.setattr(mip, "EARLIER_SLACK", 1.0)
+    monkeypatch.setattr(planner_mip, "EARLIER_SLACK", 1.0)
     snapshot = medium_snapshot()
     plan = plan_epoch(snapshot, backend=_EarlierMasters(), time_limit=10.0, rel_gap=0.0)
     assert "columns that start one more job" in plan.solver.message
@@ -234,11 +220,9 @@ def test_the_masters_earlier_answers_are_placed_too(monkeypatch: pytest.MonkeyPa
 def test_a_master_with_too_little_time_for_a_second_runs_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the second master's columns would cut into the first's time (here: a
     master that may take all the time there is), the master runs alone."""
-    import planner.mip as mip
-
-    monkeypatch.setattr(mip, "MASTER_CAP", 60.0)
+    monkeypatch.setattr(planner_mip, "MASTER_CAP", 60.0)
     snapshot = medium_snapshot()
-    backend = _CountingMasters()
+    backend = _Recorded()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
     assert "restricted master: " in plan.solver.message
     assert "columns that start one more job" not in plan.solver.message
@@ -281,9 +265,7 @@ def test_charge_caps_that_lower_the_lp_bound_are_kept() -> None:
 def test_charge_caps_that_move_the_lp_bound_too_little_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the caps take off less than CAP_GAIN (here made 50%), the first optimum
     stays, and the model and the LP session keep their coefficients."""
-    import planner.mip as mip
-
-    monkeypatch.setattr(mip, "CAP_GAIN", 0.5)
+    monkeypatch.setattr(planner_mip, "CAP_GAIN", 0.5)
     snapshot = two_one_slice_projects()
     form = apply(build_epoch(snapshot))
     session, bound, values, duals = _lp_of(form)
@@ -300,9 +282,7 @@ def test_lifted_work_cuts_are_kept_where_they_lower_the_lp_bound(monkeypatch: py
     """On the medium snapshot the lifted rows take 0.007% off the LP; with CAP_GAIN
     made 0 they are kept: the bound falls, and the model and the session end with the
     same rows, the cuts last."""
-    import planner.mip as mip
-
-    monkeypatch.setattr(mip, "CAP_GAIN", 0.0)
+    monkeypatch.setattr(planner_mip, "CAP_GAIN", 0.0)
     form = apply(build_epoch(medium_snapshot(0)))
     rows = len(form.model.constraints)
     session, bound, values, duals = _lp_of(form)
@@ -416,8 +396,6 @@ def test_the_first_master_is_the_lp_backends_mip_beside_cpsats_search_of_the_sec
     """Two masters at once: the first is solved by the LP backend's MIP from its start,
     the second by CP-SAT in its process; each answer at its model's optimum (the
     first's 3 from a start of 0, the second's 5)."""
-    import planner.mip as mip
-
     lp = lp_backend()
     assert lp is not None and lp.capabilities.integer_parts
     first = LinearModel()
@@ -430,7 +408,7 @@ def test_the_first_master_is_the_lp_backends_mip_beside_cpsats_search_of_the_sec
     second.add_constraint([(a, 1), (b, 1)], "<=", 3)
     second.add_objective(a, 2)
     second.add_objective(b, 1)
-    here, there = mip._lp_beside(
+    here, there = planner_mip._lp_beside(
         CpSatBackend(), lp, first, np.zeros(2, dtype=np.int64), second, 5.0, 0.0
     )
     assert here.values is not None and list(here.values) == [1, 0] and here.objective == pytest.approx(3.0)
