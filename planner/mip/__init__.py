@@ -24,6 +24,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -113,6 +114,12 @@ SEARCH_GAP_SHARE = 0.125
 #: (docs/formulation-passes.md, *Forty-third pass*: 23 runs better, 11 worse of 216).
 NEED_SHARE = 0.5
 SEARCH_GAP_FLOOR = 1e-4
+#: A focus search (:func:`_focus_neighbourhood`) is searched to within this of its own
+#: bound: it is proved in 0.1-0.5 s where the other search of its pair runs to its time
+#: limit, and the gains it holds (0.02-0.06% of the bound on maintenance seed 3) are
+#: below the gap the others stop at, where it stopped at the incumbent
+#: (docs/formulation-passes.md, *Forty-fourth pass*).
+FOCUS_GAP = SEARCH_GAP_FLOOR
 #: No neighbourhood search is started with less time than this left (seconds).
 MIN_SEARCH = 1.0
 #: Seconds kept for the plan's reasons and objects, per second the greedy plan took.
@@ -157,8 +164,11 @@ SIDE_BY_SIDE = 2
 #: at least this share of the gap (bound minus incumbent). Measured on all families, 3
 #: seeds each, in one run (docs/formulation-passes.md, third pass): gang-heavy 2.29%, 4.00% to 2.08%,
 #: 3.81% (median, worst), type-restricted 2.45%, 3.14% to 2.25%, 2.48%; warm never
-#: qualifies; without the share (every other search), warm lost 0.2 points.
-FOCUS_SHARE = 0.3
+#: qualifies; without the share (every other search), warm lost 0.2 points. 0.3 until
+#: the *Forty-fourth pass*: since the searches follow the masters, a focus search below
+#: it gains more than the disagreement search in its place (0.02-0.06% of the bound each
+#: on maintenance seed 3's last incumbent, whose shortest project held 23% of the gap).
+FOCUS_SHARE = 0.1
 
 #: Weight of a project's utility at stake in the score of each of its job groups
 #: (:func:`_next_neighbourhood`).
@@ -650,17 +660,17 @@ def _search_from_lp(
         # A backend that searches two models at once (one worker each) gets two
         # neighbourhoods side by side, the second chosen as if the first had been
         # searched (its groups count as freed once more).
-        picks: list[tuple[LinearModel, list[int], str]] = []
+        picks: list[Pick] = []
         seen = dict(freed)
         for _ in range(max(concurrent, 1)):
             picks.append(
                 _pick_neighbourhood(form, guide_values, lag, best, bound, seen, focused, size, round_, restricted)
             )
             round_ += 1
-            for g in picks[-1][1]:
+            for g in picks[-1].chosen:
                 seen[g] = seen.get(g, 0) + 1
         searched = []
-        for sub, _, _ in picks:
+        for sub, _, _, _ in picks:
             if caps.stop_at_bound:
                 sub.stop_at = _stop_at(bound, rel_gap)
             small, keep, full = sub.restrict(sub.lower, sub.upper)
@@ -674,17 +684,18 @@ def _search_from_lp(
         started = time.perf_counter()
         smalls = [small for small, _, _ in searched]
         gap_share = _search_gap(best.gap(bound), rel_gap)
+        gaps = [FOCUS_GAP if pick.focus else gap_share for pick in picks]
         if len(smalls) > 1:
             assert isinstance(solver, Concurrent)
-            founds = solver.solve_many(smalls, time_limit=budget, rel_gap=gap_share)
+            founds = solver.solve_many(smalls, time_limit=budget, rel_gap=gaps)
         else:
-            founds = [solver.solve(smalls[0], time_limit=budget, rel_gap=gap_share)]
+            founds = [solver.solve(smalls[0], time_limit=budget, rel_gap=gaps[0])]
         spent = time.perf_counter() - started
         before = best.values
         failed = None
         whys = []
-        for n, ((small, keep, full), found, (_, chosen, kind)) in enumerate(zip(searched, founds, picks, strict=True)):
-            why = _why_search(found, small, gap_share)
+        for n, ((small, keep, full), found, (_, chosen, kind, _)) in enumerate(zip(searched, founds, picks, strict=True)):
+            why = _why_search(found, small, gaps[n])
             whys.append(why)
             answers = [] if found.values is None else [found.values, *found.earlier]
             # The second of a pair was searched from the same incumbent as the first:
@@ -1081,6 +1092,18 @@ def _guide(
     return lp_values
 
 
+class Pick(NamedTuple):
+    """A neighbourhood to search (:func:`_pick_neighbourhood`)."""
+
+    model: LinearModel
+    #: The job groups it frees (none for a focus search, which frees by project and pool).
+    chosen: list[int]
+    #: What it is, in words, for the message.
+    kind: str
+    #: Whether it makes room for a project (:func:`_focus_neighbourhood`).
+    focus: bool
+
+
 def _pick_neighbourhood(
     form: Formulation,
     lp_values: npt.NDArray[np.float64],
@@ -1092,9 +1115,9 @@ def _pick_neighbourhood(
     size: int,
     round_: int,
     restricted: bool,
-) -> tuple[LinearModel, list[int], str]:
+) -> Pick:
     """The neighbourhood of search ``round_`` (counting from 0), the job groups it frees,
-    and what it is, in words.
+    what it is, in words, and whether it is a focus search.
 
     Every other search makes room for the project shortest of :func:`_guide`'s point
     when its shortfall is a large share of the gap (:func:`_focus_neighbourhood`); where
@@ -1113,7 +1136,7 @@ def _pick_neighbourhood(
             sub, project, pool, short = focus
             focused[project] = focused.get(project, 0) + 1
             by = "" if target is lp_values else " (short of the Lagrangian point)"
-            return sub, [], f"room for {project} in sub-pool {pool}{by}, {short / gap_q:.0%} of the gap"
+            return Pick(sub, [], f"room for {project} in sub-pool {pool}{by}, {short / gap_q:.0%} of the gap", True)
     by_pool = restricted and round_ % 4 in (1, 2, 3)
     guide = _guide(lp_values, lag, round_, restricted=restricted)
     sub, chosen = _next_neighbourhood(
@@ -1123,7 +1146,7 @@ def _pick_neighbourhood(
     kind = f"{len(chosen)} job groups where {against} and incumbent disagree" + (
         " in one pool" if by_pool else ""
     )
-    return sub, chosen, kind
+    return Pick(sub, chosen, kind, False)
 
 
 def _offer_answers(

@@ -114,10 +114,11 @@ class Concurrent(Protocol):
     """A backend that searches several models at once (declares ``capabilities.concurrent``)."""
 
     def solve_many(
-        self, models: list[LinearModel], *, time_limit: float, rel_gap: float
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float | Sequence[float]
     ) -> list[SolveResult]:
         """Maximize each of ``models`` (at most ``capabilities.concurrent``), all at once,
-        within ``time_limit`` seconds; the results in the models' order."""
+        within ``time_limit`` seconds, each to ``rel_gap`` (one for all, or one per
+        model); the results in the models' order."""
         ...
 
 

@@ -6,6 +6,7 @@ import atexit
 import dataclasses
 import importlib.util
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -98,30 +99,32 @@ class CpSatBackend:
         A solver process that dies or hangs gives an ``error`` result; the planner then
         keeps what it has (its LP-dive incumbent, or the greedy plan).
         """
-        return self._run([(model, self.workers, self.subsolvers)], time_limit, rel_gap)[0]
+        return self._run([(model, self.workers, self.subsolvers, rel_gap)], time_limit)[0]
 
     def solve_many(
-        self, models: list[LinearModel], *, time_limit: float, rel_gap: float
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float | Sequence[float]
     ) -> list[SolveResult]:
         """Solve ``models`` at once, each with one ``max_lp`` worker on its own thread
         (CP-SAT releases the GIL while it searches), in the solver process when
         ``isolate`` is set. On the planner's neighbourhood searches one ``max_lp``
         worker found 96% of what the deployed pair of workers found in the same time
         (30 neighbourhoods of 8 families, 2 s each), so two neighbourhoods searched side
-        by side gain about twice what one gains with both workers."""
-        return self._run([(m, 1, (SOLO,)) for m in models], time_limit, rel_gap)
+        by side gain about twice what one gains with both workers. ``rel_gap`` is one
+        gap for all, or one per model."""
+        gaps = [rel_gap] * len(models) if isinstance(rel_gap, (int, float)) else list(rel_gap)
+        return self._run([(m, 1, (SOLO,), gap) for m, gap in zip(models, gaps, strict=True)], time_limit)
 
     def _run(
-        self, searches: list[tuple[LinearModel, int, tuple[str, ...]]], time_limit: float, rel_gap: float
+        self, searches: list[tuple[LinearModel, int, tuple[str, ...], float]], time_limit: float
     ) -> list[SolveResult]:
-        """:func:`_solve_many` of ``(model, workers, subsolvers)`` searches, in the solver
+        """:func:`_solve_many` of ``(model, workers, subsolvers, rel_gap)`` searches, in the solver
         process when ``isolate`` is set (here when none can start); a process that dies
         or hangs gives each model an ``error`` result."""
         # The solver process counts its time to this deadline: handing it a model of
         # thousands of variables took 0.1-0.3 s on 2 cores, which the search's limit
         # did not include (plans of a 10 s limit took up to 10.15 s).
         deadline = time.monotonic() + time_limit
-        args = [(model, time_limit, rel_gap, workers, subsolvers, deadline) for model, workers, subsolvers in searches]
+        args = [(model, time_limit, gap, workers, subsolvers, deadline) for model, workers, subsolvers, gap in searches]
         if not self.isolate:
             return _solve_many(args)
         t0 = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -145,17 +146,20 @@ def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
 
 class _Recorded(CpSatBackend):
     """CP-SAT that records, per call of ``solve_many``, how many of the models are
-    restricted masters (their variables are named ``column[...]``) and the ``rel_gap``
-    the call asks for."""
+    restricted masters (their variables are named ``column[...]``), and each model's
+    ``rel_gap`` with whether it is a focus search (its entry in the plan's message is
+    not known here, so by its gap alone)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.masters: list[int] = []
-        self.gaps: list[float] = []
+        self.gaps: list[list[float]] = []
 
-    def solve_many(self, models: list[LinearModel], *, time_limit: float, rel_gap: float) -> list[SolveResult]:
+    def solve_many(
+        self, models: list[LinearModel], *, time_limit: float, rel_gap: float | Sequence[float]
+    ) -> list[SolveResult]:
         self.masters.append(sum(any(n.startswith("column[") for n in m.names) for m in models))
-        self.gaps.append(rel_gap)
+        self.gaps.append([rel_gap] * len(models) if isinstance(rel_gap, float) else list(rel_gap))
         return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
 
@@ -187,7 +191,25 @@ def test_the_searches_stop_at_the_gap_that_what_the_plan_lacks_allows(monkeypatc
     snapshot = medium_snapshot()
     backend = _Recorded()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
-    assert seen and backend.gaps.count(0.0123) == len(seen)
+    assert seen and sum(0.0123 in call for call in backend.gaps) == len(seen)
+    check_plan(snapshot, plan)
+
+
+def test_a_focus_search_is_searched_to_its_own_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A focus search (the first of its pair: the odd rounds, the master being round 0)
+    asks the backend for ``FOCUS_GAP`` (here a marker), the other search of its pair for
+    what ``_search_gap`` gives (another marker), in every pair the message says holds
+    one, and no other search asks for it."""
+    monkeypatch.setattr(planner_mip, "_search_gap", lambda gap, rel_gap: 0.0123)
+    monkeypatch.setattr(planner_mip, "FOCUS_GAP", 0.0456)
+    monkeypatch.setattr(planner_mip, "FOCUS_SHARE", 0.0)  # every odd round that finds a project short
+    snapshot = medium_snapshot()
+    backend = _Recorded()
+    plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
+    focused = plan.solver.message.count("variables (room for ")
+    assert focused > 0
+    assert sum(call == [0.0456, 0.0123] for call in backend.gaps) == focused
+    assert sum(call.count(0.0456) for call in backend.gaps) == focused
     check_plan(snapshot, plan)
 
 

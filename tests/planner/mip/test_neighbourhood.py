@@ -211,8 +211,7 @@ def pick(
     """What :func:`planner.mip._pick_neighbourhood` calls search ``round_``."""
     best = planner_mip._Best(values=incumbent, objective=f.model.value(incumbent))
     bound = best.objective + 100_000.0
-    _, _, kind = planner_mip._pick_neighbourhood(f, lp, lag, best, bound, {}, {}, 0, round_, restricted)
-    return kind
+    return planner_mip._pick_neighbourhood(f, lp, lag, best, bound, {}, {}, 0, round_, restricted).kind
 
 
 def test_a_focus_search_in_a_guided_pair_makes_room_by_the_lagrangian_point() -> None:
