@@ -670,7 +670,8 @@ def _search_from_lp(
             for g in picks[-1].chosen:
                 seen[g] = seen.get(g, 0) + 1
         searched = []
-        for sub, _, _, _ in picks:
+        for pick in picks:
+            sub = pick.model
             if caps.stop_at_bound:
                 sub.stop_at = _stop_at(bound, rel_gap)
             small, keep, full = sub.restrict(sub.lower, sub.upper)
@@ -694,7 +695,7 @@ def _search_from_lp(
         before = best.values
         failed = None
         whys = []
-        for n, ((small, keep, full), found, (_, chosen, kind, _)) in enumerate(zip(searched, founds, picks, strict=True)):
+        for n, ((small, keep, full), found, pick) in enumerate(zip(searched, founds, picks, strict=True)):
             why = _why_search(found, small, gaps[n])
             whys.append(why)
             answers = [] if found.values is None else [found.values, *found.earlier]
@@ -703,14 +704,14 @@ def _search_from_lp(
             onto = best.values if n and best.values is not before else None
             tried, skipped = _offer_answers(form, epoch, previous, best, bound, deadline, full, keep, answers, found.message, onto)
             searches.append(
-                f"{round_ - len(picks) + n + 1}: {small.num_vars} variables ({kind}) in "
+                f"{round_ - len(picks) + n + 1}: {small.num_vars} variables ({pick.kind}) in "
                 + (f"{found.seconds:.2f}s (side by side)" if len(picks) > 1 else f"{spent:.2f}s")
                 + f", {why}"
                 + (f", {tried} answers placed" if tried > 1 else "")
                 + (f", {skipped} earlier too far below to place" if skipped else "")
                 + f", gap {best.gap(bound):.2%}"
             )
-            for g in chosen:
+            for g in pick.chosen:
                 freed[g] = freed.get(g, 0) + 1
             if found.values is None:
                 note += f"; {small.num_vars} variables searched by {solver.name} without an answer ({found.status.value}: {found.message})"

@@ -146,9 +146,8 @@ def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
 
 class _Recorded(CpSatBackend):
     """CP-SAT that records, per call of ``solve_many``, how many of the models are
-    restricted masters (their variables are named ``column[...]``), and each model's
-    ``rel_gap`` with whether it is a focus search (its entry in the plan's message is
-    not known here, so by its gap alone)."""
+    restricted masters (their variables are named ``column[...]``), and the ``rel_gap``
+    each model of the call is asked for."""
 
     def __init__(self) -> None:
         super().__init__()
