@@ -122,6 +122,17 @@ class Concurrent(Protocol):
         ...
 
 
+def each_gap(rel_gap: float | Sequence[float], count: int) -> list[float]:
+    """The gap of each of ``count`` models in :meth:`Concurrent.solve_many`: ``rel_gap``
+    for all, or one per model as given."""
+    if isinstance(rel_gap, (int, float)):
+        return [float(rel_gap)] * count
+    gaps = list(rel_gap)
+    if len(gaps) != count:
+        raise ValueError(f"{len(gaps)} gaps for {count} models")
+    return gaps
+
+
 @runtime_checkable
 class Laned(Protocol):
     """A backend that can plan in lanes (declares ``capabilities.lanes``)."""

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models import SolveStatus
-from planner.mip.backends.base import Capabilities, SolveResult
+from planner.mip.backends.base import Capabilities, SolveResult, each_gap
 from planner.mip.backends.isolate import Isolated, SolverDied, Unavailable
 from planner.mip.model import LinearModel
 
@@ -111,7 +111,7 @@ class CpSatBackend:
         (30 neighbourhoods of 8 families, 2 s each), so two neighbourhoods searched side
         by side gain about twice what one gains with both workers. ``rel_gap`` is one
         gap for all, or one per model."""
-        gaps = [rel_gap] * len(models) if isinstance(rel_gap, (int, float)) else list(rel_gap)
+        gaps = each_gap(rel_gap, len(models))
         return self._run([(m, 1, (SOLO,), gap) for m, gap in zip(models, gaps, strict=True)], time_limit)
 
     def _run(

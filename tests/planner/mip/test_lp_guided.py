@@ -14,7 +14,7 @@ import planner.mip as planner_mip
 from models import Snapshot, SolveStatus
 from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, _lift_work, plan_epoch
 from planner.mip.backends import lp_backend
-from planner.mip.backends.base import LpSession, SolveResult
+from planner.mip.backends.base import LpSession, SolveResult, each_gap
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
@@ -158,7 +158,7 @@ class _Recorded(CpSatBackend):
         self, models: list[LinearModel], *, time_limit: float, rel_gap: float | Sequence[float]
     ) -> list[SolveResult]:
         self.masters.append(sum(any(n.startswith("column[") for n in m.names) for m in models))
-        self.gaps.append([rel_gap] * len(models) if isinstance(rel_gap, float) else list(rel_gap))
+        self.gaps.append(each_gap(rel_gap, len(models)))
         return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
 

@@ -9,7 +9,7 @@ import pytest
 from models import SolveStatus
 from planner.mip import plan_epoch
 from planner.mip.backends import BACKENDS, Capabilities, Laned, LpCapable, lp_backend
-from planner.mip.backends.base import Concurrent, SolveResult
+from planner.mip.backends.base import Concurrent, SolveResult, each_gap
 from planner.mip.backends.cpsat import CpSatBackend
 from planner.mip.model import LinearModel
 from planner.mip.relax import lp_available
@@ -171,3 +171,13 @@ def test_a_backend_without_concurrent_gets_one_neighbourhood_at_a_time() -> None
     plan = plan_epoch(medium_snapshot(), backend=recorder, time_limit=3.0, rel_gap=0.0)
     assert recorder.calls
     assert "(side by side)" not in plan.solver.message
+
+
+def test_solve_many_takes_one_gap_for_all_or_one_per_model() -> None:
+    """``rel_gap`` of ``solve_many`` is one gap for every model or a gap per model
+    (``each_gap``); a list of the wrong length is an error, not a silent zip."""
+    assert each_gap(0.01, 2) == [0.01, 0.01]
+    assert each_gap(0, 1) == [0.0]
+    assert each_gap([0.01, 0.0001], 2) == [0.01, 0.0001]
+    with pytest.raises(ValueError, match="1 gaps for 2 models"):
+        each_gap([0.01], 2)
