@@ -883,10 +883,11 @@ def _master_search(
     two models at once gets a second master beside it, over those columns and the ones
     that start one more job of a class the incumbent starts less of than the LP
     (:func:`_one_more_start`, dived under the columns' prices): each master
-    finds plans the other misses. Where ``lp`` solves integer programs, the first master
-    is its MIP's, from the incumbent, in this process (:func:`_lp_beside`): HiGHS and
-    CP-SAT find different plans of the same master. ``point`` (the Lagrangian bound's, or the LP's)
-    gives every part where it is integral one more column
+    finds plans the other misses. Where ``lp`` solves integer programs, the second
+    master (the larger) is its MIP's, from the incumbent, in this process
+    (:func:`_lp_beside`), while ``solver`` searches the first: HiGHS and CP-SAT find
+    different plans of the same master, HiGHS the better on most. ``point`` (the
+    Lagrangian bound's, or the LP's) gives every part where it is integral one more column
     (:func:`~planner.mip.columns.with_point_columns`). Returns the search's line for
     the message."""
     assert best.values is not None
@@ -926,9 +927,9 @@ def _master_search(
     forced_s = time.perf_counter() - forcing
     masters = [restricted_master(form.model, columns.coupling, found, best.values) for found in sets]
     by_lp = len(masters) > 1 and lp.capabilities.integer_parts
-    # The first master's start for the LP backend's MIP (before a hint-less backend drops it).
-    first = masters[0].model
-    start = np.array([first.hint.get(i, 0) for i in range(first.num_vars)], dtype=np.int64) if by_lp else None
+    # The second master's start for the LP backend's MIP (before a hint-less backend drops it).
+    larger = masters[-1].model
+    start = np.array([larger.hint.get(i, 0) for i in range(larger.num_vars)], dtype=np.int64) if by_lp else None
     for master in masters:
         if not caps.takes_hint:
             master.model.hint = {}
@@ -940,9 +941,11 @@ def _master_search(
     started = time.perf_counter()
     if start is not None:
         # Each solver finds what the other misses (docs/formulation-passes.md,
-        # *Thirty-eighth pass*): the first master by the LP backend's MIP, here.
+        # *Thirty-eighth pass*); the LP backend's MIP, here, finds more on most masters,
+        # so it takes the one with more columns (*Forty-fifth pass*).
         assert isinstance(solver, Concurrent)
-        answers = _lp_beside(solver, lp, first, start, masters[1].model, limit, gap_share)
+        on_larger, on_first = _lp_beside(solver, lp, larger, start, masters[0].model, limit, gap_share)
+        answers = [on_first, on_larger]
     elif len(masters) > 1:
         assert isinstance(solver, Concurrent)
         answers = solver.solve_many([m.model for m in masters], time_limit=limit, rel_gap=gap_share)
@@ -973,7 +976,7 @@ def _master_search(
         beside = (
             f", beside it {masters[1].model.num_vars} with {sets[1].count - dived.count} columns "
             f"that start one more job ({forced_s:.2f}s)"
-            + (f", the first searched by {lp.name}'s MIP" if by_lp else "")
+            + (f", searched by {lp.name}'s MIP" if by_lp else "")
         )
     return (
         f"restricted master: {dived.count} columns ({from_point} from the bound's point, "

@@ -146,18 +146,21 @@ def test_the_restricted_master_runs_in_place_of_a_pair_of_searches() -> None:
 
 class _Recorded(CpSatBackend):
     """CP-SAT that records, per call of ``solve_many``, how many of the models are
-    restricted masters (their variables are named ``column[...]``), and the ``rel_gap``
-    each model of the call is asked for."""
+    restricted masters (their variables are named ``column[...]``) and their sizes, and
+    the ``rel_gap`` each model of the call is asked for."""
 
     def __init__(self) -> None:
         super().__init__()
         self.masters: list[int] = []
+        self.master_vars: list[int] = []
         self.gaps: list[list[float]] = []
 
     def solve_many(
         self, models: list[LinearModel], *, time_limit: float, rel_gap: float | Sequence[float]
     ) -> list[SolveResult]:
-        self.masters.append(sum(any(n.startswith("column[") for n in m.names) for m in models))
+        masters = [m for m in models if any(n.startswith("column[") for n in m.names)]
+        self.masters.append(len(masters))
+        self.master_vars.extend(m.num_vars for m in masters)
         self.gaps.append(each_gap(rel_gap, len(models)))
         return super().solve_many(models, time_limit=time_limit, rel_gap=rel_gap)
 
@@ -165,14 +168,17 @@ class _Recorded(CpSatBackend):
 def test_a_second_master_with_columns_that_start_one_more_job_runs_beside_the_first() -> None:
     """With the searches side by side and time to spare, the master over the dived
     columns and one over those and the columns that start one more job are searched
-    at once: the first by the LP backend's MIP, the second by CP-SAT (one master in its
-    call); the plan stays valid."""
+    at once: the second, the larger, by the LP backend's MIP, the first by CP-SAT (one
+    master in its call); the plan stays valid."""
     snapshot = medium_snapshot()
     backend = _Recorded()
     plan = plan_epoch(snapshot, backend=backend, time_limit=10.0, rel_gap=0.0)
-    assert "columns that start one more job" in plan.solver.message
-    assert "the first searched by pulp's MIP" in plan.solver.message
+    said = re.search(r"(\d+) variables, beside it (\d+) with (\d+) columns that start one more job", plan.solver.message)
+    assert said is not None and int(said.group(3)) > 0
+    assert "searched by pulp's MIP" in plan.solver.message
     assert backend.masters[0] == 1
+    # CP-SAT had the first master, the one without those columns.
+    assert backend.master_vars[0] == int(said.group(1)) < int(said.group(2))
     check_plan(snapshot, plan)
 
 
