@@ -396,6 +396,8 @@ class _Best:
     place_s: float = 0.0
     #: The formulation with the model's own bounds, where the searches hold a gang (plans are checked against it).
     unheld: Formulation | None = None
+    #: Every plan placed so far, in the model's variables: each part's piece of one is a column of the master.
+    plans: list[npt.NDArray[np.int64]] = dataclasses.field(default_factory=list)
 
     def unproven(self, since: float) -> SolveResult:
         """This plan as the answer with no bound (the search did not end), timed from
@@ -428,6 +430,7 @@ class _Best:
         placed_values = values_of_runs(self.unheld or form, trial[0])
         if placed_values is None:
             return False
+        self.plans.append(placed_values)
         obj = float(form.model.value(placed_values))
         if self.objective is not None and obj <= self.objective:
             return False
@@ -477,6 +480,7 @@ def _lp_guided(
     if start is not None:
         best.values, best.objective = start, float(form.model.value(start))
         best.placed, best.message = (greedy.runs, set(), greedy.board), "greedy plan"
+        best.plans.append(start)
     try:
         return _search_from_lp(form, solver, lp, epoch, previous, deadline, rel_gap, best, start, t_start)
     except Exception as exc:
@@ -895,6 +899,13 @@ def _master_search(
     dived = columns.result()
     # Each part's integral piece of ``point`` (the LP's or the Lagrangian bound's) too.
     dived, from_point = with_point_columns(dived, point)
+    # And each part's piece of every plan placed so far: each keeps every row of the
+    # model, so its pieces fit beside one another as placed (docs/formulation-passes.md,
+    # *Forty-fifth pass*).
+    from_plans = 0
+    for plan in best.plans:
+        dived, added = with_point_columns(dived, plan.astype(np.float64))
+        from_plans += added
     if not dived.columns:
         return "restricted master: no columns found in time"
     caps = solver.capabilities
@@ -980,6 +991,7 @@ def _master_search(
         )
     return (
         f"restricted master: {dived.count} columns ({from_point} from the bound's point, "
+        f"{from_plans} from the plans placed, "
         f"{priced.dived + priced.exact} priced by its LP in {pricing_s:.2f}s"
         + (f", {priced.exact} of them exact from {priced.solved} parts" if priced.solved else "")
         + ") of "

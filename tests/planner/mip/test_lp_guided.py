@@ -6,8 +6,10 @@ import dataclasses
 import re
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import planner.mip as planner_mip
@@ -16,6 +18,7 @@ from planner.mip import LP_GUIDED_VARS, SHORT_LIMIT, _cap_charges, _lift_work, p
 from planner.mip.backends import lp_backend
 from planner.mip.backends.base import LpSession, SolveResult, each_gap
 from planner.mip.backends.cpsat import CpSatBackend
+from planner.mip.columns import ColumnSet, Master, restricted_master
 from planner.mip.epoch import build_epoch
 from planner.mip.formulation import Formulation, apply
 from planner.mip.model import LinearModel
@@ -241,6 +244,38 @@ def test_the_masters_earlier_answers_are_placed_too(monkeypatch: pytest.MonkeyPa
     plan = plan_epoch(snapshot, backend=_EarlierMasters(), time_limit=10.0, rel_gap=0.0)
     assert "columns that start one more job" in plan.solver.message
     assert ", 1 earlier answer placed, gap " in plan.solver.message
+    check_plan(snapshot, plan)
+
+
+def test_each_part_of_every_plan_placed_before_the_masters_is_a_column_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The masters get each part's piece of every plan placed before them (the greedy
+    plan, the roundings) as a column, besides the dived ones; the message counts them."""
+    placed: list[list[npt.NDArray[np.int64]]] = []
+    handed: list[ColumnSet] = []
+    search = planner_mip._master_search
+
+    def recorded_search(*args: Any, **kwargs: Any) -> str:
+        placed.append(list(args[7].plans))  # the _Best before the masters
+        return search(*args, **kwargs)
+
+    def recorded_master(
+        model: LinearModel, coupling: list[int], found: ColumnSet, incumbent: npt.NDArray[np.int64]
+    ) -> Master:
+        handed.append(found)
+        return restricted_master(model, coupling, found, incumbent)
+
+    monkeypatch.setattr(planner_mip, "_master_search", recorded_search)
+    monkeypatch.setattr(planner_mip, "restricted_master", recorded_master)
+    snapshot = medium_snapshot()
+    plan = plan_epoch(snapshot, time_limit=10.0, rel_gap=0.0)
+    said = re.search(r"(\d+) from the plans placed", plan.solver.message)
+    assert said is not None and int(said.group(1)) > 0
+    assert len(placed[0]) >= 2  # the greedy plan and at least the LP rounding
+    parts = handed[0].parts
+    for values in placed[0]:
+        for root in parts.rows:
+            piece = values[parts.members[root]]
+            assert any(np.array_equal(piece, col) for col in handed[0].columns[root])
     check_plan(snapshot, plan)
 
 
