@@ -1006,28 +1006,29 @@ def _master_search(
 def _lp_beside(
     solver: Concurrent,
     lp: LpCapable,
-    first: LinearModel,
+    mine: LinearModel,
     start: npt.NDArray[np.int64],
-    second: LinearModel,
+    theirs: LinearModel,
     limit: float,
     rel_gap: float,
 ) -> list[SolveResult]:
-    """``first`` solved as integers by ``lp``'s own MIP from ``start`` here, while
-    ``solver`` searches ``second`` beside it, both within ``limit``."""
+    """``mine`` solved as integers by ``lp``'s own MIP from ``start`` here, while
+    ``solver`` searches ``theirs`` beside it, both within ``limit``; their answers in
+    that order."""
     out: list[SolveResult] = []
     thread = threading.Thread(
-        target=lambda: out.extend(solver.solve_many([second], time_limit=limit, rel_gap=rel_gap)), daemon=True
+        target=lambda: out.extend(solver.solve_many([theirs], time_limit=limit, rel_gap=rel_gap)), daemon=True
     )
     started = time.perf_counter()
     thread.start()
     left = max(limit - (time.perf_counter() - started), 0.01)
-    answer = solve_integer(lp, first, first.objective_vector(), left, start=start)
+    answer = solve_integer(lp, mine, mine.objective_vector(), left, start=start)
     seconds = time.perf_counter() - started
     here = SolveResult(SolveStatus.NO_SOLUTION, None, None, None, seconds, f"{lp.name}: no integer point")
     if answer is not None and answer.values is not None:
         values = np.round(answer.values).astype(np.int64)
         status = SolveStatus.OPTIMAL if answer.exact else SolveStatus.FEASIBLE
-        here = SolveResult(status, values, float(first.value(values)), answer.bound, seconds, lp.name)
+        here = SolveResult(status, values, float(mine.value(values)), answer.bound, seconds, lp.name)
     thread.join(max(limit - (time.perf_counter() - started), 0.0) + 30.0)
     there = out[0] if out else SolveResult(SolveStatus.ERROR, None, None, None, seconds, "no answer")
     return [here, there]
